@@ -1,0 +1,40 @@
+# The two commands a user needs: `make train` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+DEV_STAMP := $(VENV)/.installed-dev
+
+.PHONY: train test lint format bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e .
+	touch $(STAMP)
+
+$(DEV_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(DEV_STAMP) $(STAMP)
+
+train: $(STAMP)
+	$(PY) -m jaxrl.train --agent dqn --env CartPole
+
+lint: $(DEV_STAMP)
+	$(PY) -m ruff check jaxrl tests benchmarks
+	$(PY) -m ruff format --check jaxrl tests benchmarks
+
+format: $(DEV_STAMP)
+	$(PY) -m ruff format jaxrl tests benchmarks
+	$(PY) -m ruff check --fix jaxrl tests benchmarks
+
+test: lint
+	$(PY) -m pytest
+
+bench: $(STAMP)
+	$(PY) benchmarks/dqn_cartpole.py
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache .ruff_cache

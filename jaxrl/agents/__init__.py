@@ -1,0 +1,108 @@
+"""The agent registry: ``make(name, spec, **overrides)``, ``available()``, ``register``.
+
+A factory is ``factory(spec: EnvSpec, **overrides) -> Agent``. Registering it with its
+``config`` dataclass lets the CLI validate overrides and save the full effective config.
+A name of the form ``"package.module:attr"`` imports ``package.module`` and uses ``attr``
+as the factory (or the entry the module registered under that name), so a user's own
+agent works with the CLI, the runner and presets, as RLHive's registry allows.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from jaxrl.types import Agent, ConfigError, EnvSpec
+from jaxrl.validation import build_config, config_to_dict
+
+
+class AgentEntry(NamedTuple):
+    factory: Callable[..., Agent]
+    config: type | None
+    description: str
+
+
+_REGISTRY: dict[str, AgentEntry] = {}
+
+
+def register(
+    name: str,
+    factory: Callable[..., Agent],
+    *,
+    config: type | None = None,
+    description: str = "",
+) -> None:
+    """Registers ``factory(spec, **overrides) -> Agent`` under ``name``.
+
+    ``config``: the agent's frozen ``Config`` dataclass, if it has one; ``description``:
+    one line shown by ``python -m jaxrl.train --help``.
+    """
+    _REGISTRY[name] = AgentEntry(factory, config, description)
+
+
+def available() -> dict[str, str]:
+    """Registered agent names mapped to their one-line descriptions."""
+    return {name: entry.description for name, entry in sorted(_REGISTRY.items())}
+
+
+def entry(name: str) -> AgentEntry:
+    """The registry entry of ``name``, importing ``package.module:attr`` names on demand."""
+    if name in _REGISTRY:
+        return _REGISTRY[name]
+    if ":" in name:
+        module_name, _, attr = name.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as e:
+            raise ConfigError(f"cannot import agent module '{module_name}': {e}") from None
+        if name in _REGISTRY:  # the module registered itself under this name
+            return _REGISTRY[name]
+        factory = getattr(module, attr, None)
+        if not callable(factory):
+            raise ConfigError(f"module '{module_name}' has no agent factory '{attr}'")
+        register(name, factory, config=getattr(factory, "Config", None))
+        return _REGISTRY[name]
+    raise ConfigError(
+        f"unknown agent '{name}'; available: {', '.join(sorted(_REGISTRY))} "
+        "(or package.module:factory)"
+    )
+
+
+def resolve_config(name: str, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """All of agent ``name``'s options with ``overrides`` applied and checked."""
+    config_cls = entry(name).config
+    if config_cls is None:
+        return dict(overrides)
+    return config_to_dict(build_config(config_cls, overrides, f"agent '{name}'"))
+
+
+def make(name: str, spec: EnvSpec, **overrides: Any) -> Agent:
+    """Builds agent ``name`` for an environment of ``spec``.
+
+    Raises ``ConfigError`` for an unknown name, an unknown option, a value of the wrong
+    type, or an agent that cannot act in this environment.
+    """
+    return entry(name).factory(spec, **overrides)
+
+
+def _register_builtins() -> None:
+    from jaxrl.agents import dqn, random_agent
+
+    register(
+        "dqn",
+        dqn.make_dqn,
+        config=dqn.DQNConfig,
+        description="Deep Q-Network (Mnih et al. 2015) with double, dueling and n-step options",
+    )
+    register(
+        "random",
+        random_agent.make_random,
+        config=random_agent.RandomConfig,
+        description="uniformly random actions; the smallest example of the Agent contract",
+    )
+
+
+_register_builtins()
+
+__all__ = ["available", "entry", "make", "register", "resolve_config"]

@@ -1,0 +1,201 @@
+"""Uniform experience replay as pure functions over fixed-size arrays.
+
+In the style of flashbax's trajectory buffer: the buffer is a pytree of arrays
+(``ReplayState``) and a ``ReplayBuffer`` of pure functions over it, so it lives inside an
+agent's state and works under ``jax.jit``, ``jax.lax.scan`` and ``jax.vmap`` (e.g. one
+buffer per seed of a vmapped sweep).
+
+Memory layout
+-------------
+Storage is time-major per environment. With ``L = capacity // num_envs`` rows, each leaf
+of the experience pytree is stored as one array of shape ``[L, N, ...]``: row ``i`` holds
+one step of all ``N`` environments, so consecutive rows of one column are consecutive
+steps of one environment. Rows form a ring: ``position`` is the next row to write,
+``size`` the number of rows written (at most ``L``); the oldest row is
+``(position - size) mod L`` (``0`` until the buffer first fills, ``position`` after).
+The buffer holds ``L * N`` transitions (``capacity`` rounded down to a multiple of
+``num_envs``) and uses ``L * N * bytes_per_step`` of memory, allocated once by ``init``.
+
+Cost
+----
+``add`` of ``T`` steps is one scatter of ``T * N`` transitions (in place when the state is
+donated or updated inside ``jit``/``scan``); ``sample`` is one gather of
+``batch_size * window`` transitions. Neither depends on the capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+Array = jax.Array
+PyTree = Any
+
+
+@flax.struct.dataclass
+class ReplayState:
+    """State of a uniform replay buffer; a pytree of arrays only.
+
+    Attributes:
+      data: pytree whose leaves have shape ``[L, N, ...]`` (``L`` rows of ``N`` envs).
+      position: int32 scalar, the next row to write, in ``[0, L)``.
+      size: int32 scalar, the number of rows written so far, capped at ``L``.
+    """
+
+    data: PyTree
+    position: Array
+    size: Array
+
+
+class ReplaySample(NamedTuple):
+    """A batch of windows of consecutive steps of one environment each.
+
+    Attributes:
+      experience: pytree like the stored data with leaves ``[B, window, ...]``; entry
+        ``[b, j]`` is row ``(time_index[b] + j) mod L`` of env ``env_index[b]``, so
+        ``j = 0..window-1`` are consecutive steps in insertion order. A window may cross
+        an episode boundary (use the ``terminated``/``truncated`` flags, e.g. with
+        ``jaxrl.ops.n_step_bootstrap``, to cut it).
+      time_index: ``[B]`` int32, the storage row of each window's first step, in
+        ``[0, L)``.
+      env_index: ``[B]`` int32, the environment (column) of each window, in ``[0, N)``.
+    """
+
+    experience: PyTree
+    time_index: Array
+    env_index: Array
+
+
+class ReplayBuffer(NamedTuple):
+    """Pure functions of a uniform replay buffer (see :func:`make_uniform_replay`).
+
+    init:       ``(example: pytree of [N, ...]) -> ReplayState``
+    add:        ``(state, batch: pytree of [T, N, ...]) -> ReplayState``
+    sample:     ``(state, key) -> ReplaySample``
+    can_sample: ``(state) -> bool scalar array``
+    """
+
+    init: Callable[[PyTree], ReplayState]
+    add: Callable[[ReplayState, PyTree], ReplayState]
+    sample: Callable[[ReplayState, jax.Array], ReplaySample]
+    can_sample: Callable[[ReplayState], Array]
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")
+    return value
+
+
+def make_uniform_replay(
+    capacity: int, num_envs: int, batch_size: int, window: int = 1
+) -> ReplayBuffer:
+    """Build a uniform replay buffer storing windows of ``window`` consecutive steps.
+
+    ``sample`` draws ``batch_size`` windows independently (with replacement): the env
+    uniformly in ``[0, N)`` and the start uniformly among the ``size - window + 1``
+    starts whose whole window lies in written rows and does not cross the write head,
+    i.e. start offsets ``0 .. size - window`` from the oldest row. Every valid
+    (env, start) pair therefore has probability ``1 / (N (size - window + 1))``.
+
+    Args:
+      capacity: total number of transitions kept; rounded down to a multiple of
+        ``num_envs`` (``L = capacity // num_envs`` rows).
+      num_envs: ``N``, the number of environments in each added step.
+      batch_size: ``B``, the number of windows per ``sample``.
+      window: the number of consecutive steps per sampled window (``n`` for n-step
+        returns; 1 for plain one-step transitions).
+
+    Returns:
+      A ``ReplayBuffer(init, add, sample, can_sample)``:
+
+      * ``init(example)``: ``example`` is a pytree with leaves ``[N, ...]`` (one step of
+        all envs, e.g. a ``Transition`` with ``T`` dropped); allocates zeros
+        ``[L, N, ...]`` of the same dtypes, ``position = size = 0``.
+      * ``add(state, batch)``: ``batch`` has leaves ``[T, N, ...]`` with a static
+        ``T <= L``; writes rows ``(position + t) mod L`` for ``t < T`` (wrapping around,
+        overwriting the oldest rows), advances ``position`` by ``T`` mod ``L`` and
+        ``size`` to ``min(size + T, L)``. Values are cast to the stored dtypes.
+      * ``sample(state, key)``: a ``ReplaySample`` with leaves ``[B, window, ...]``. Only
+        meaningful when ``can_sample(state)``; otherwise it returns stored zeros rather
+        than failing (so it can be called unconditionally under ``jit``).
+      * ``can_sample(state)``: bool scalar array, ``size >= window``.
+
+    Raises:
+      ValueError: on non-positive arguments or ``capacity < num_envs * window``; from
+        ``init``/``add`` (at trace time) on leaves whose shapes do not match.
+    """
+    capacity = _positive_int("capacity", capacity)
+    num_envs = _positive_int("num_envs", num_envs)
+    batch_size = _positive_int("batch_size", batch_size)
+    window = _positive_int("window", window)
+    if capacity < num_envs * window:
+        raise ValueError(
+            f"capacity must be >= num_envs * window = {num_envs} * {window} = "
+            f"{num_envs * window}, got {capacity}"
+        )
+    num_rows = capacity // num_envs
+
+    def init(example: PyTree) -> ReplayState:
+        def alloc(leaf: Any) -> Array:
+            leaf = jnp.asarray(leaf)
+            if leaf.ndim < 1 or leaf.shape[0] != num_envs:
+                raise ValueError(
+                    f"init expects leaves of shape [num_envs={num_envs}, ...], got {leaf.shape}"
+                )
+            return jnp.zeros((num_rows, *leaf.shape), leaf.dtype)
+
+        return ReplayState(
+            data=jax.tree.map(alloc, example),
+            position=jnp.zeros((), jnp.int32),
+            size=jnp.zeros((), jnp.int32),
+        )
+
+    def add(state: ReplayState, batch: PyTree) -> ReplayState:
+        leaves = jax.tree.leaves(batch)
+        if not leaves:
+            raise ValueError("add expects a non-empty pytree")
+        num_steps = jnp.shape(leaves[0])[0] if jnp.ndim(leaves[0]) else 0
+        if not 1 <= num_steps <= num_rows:
+            raise ValueError(
+                f"add expects leaves [T, N, ...] with 1 <= T <= L = {num_rows}, "
+                f"got leading axis {num_steps}"
+            )
+        rows = (state.position + jnp.arange(num_steps, dtype=jnp.int32)) % num_rows
+
+        def write(stored: Array, new: Any) -> Array:
+            new = jnp.asarray(new)
+            if new.shape != (num_steps, *stored.shape[1:]):
+                raise ValueError(
+                    f"add expects a leaf of shape {(num_steps, *stored.shape[1:])} "
+                    f"([T, N, ...] like init's example), got {new.shape}"
+                )
+            return stored.at[rows].set(
+                new.astype(stored.dtype), unique_indices=True, mode="promise_in_bounds"
+            )
+
+        return ReplayState(
+            data=jax.tree.map(write, state.data, batch),
+            position=((state.position + num_steps) % num_rows).astype(jnp.int32),
+            size=jnp.minimum(state.size + num_steps, num_rows).astype(jnp.int32),
+        )
+
+    def sample(state: ReplayState, key: jax.Array) -> ReplaySample:
+        # One draw over all (start offset, env) pairs: uniform over the valid pairs.
+        num_starts = jnp.maximum(state.size - window + 1, 1)
+        flat = jax.random.randint(key, (batch_size,), 0, num_starts * num_envs, jnp.int32)
+        offset, env_index = flat // num_envs, (flat % num_envs).astype(jnp.int32)
+        oldest = (state.position - state.size) % num_rows
+        time_index = ((oldest + offset) % num_rows).astype(jnp.int32)
+        rows = (time_index[:, None] + jnp.arange(window, dtype=jnp.int32)) % num_rows  # [B, W]
+        experience = jax.tree.map(lambda x: x[rows, env_index[:, None]], state.data)
+        return ReplaySample(experience=experience, time_index=time_index, env_index=env_index)
+
+    def can_sample(state: ReplayState) -> Array:
+        return state.size >= window
+
+    return ReplayBuffer(init=init, add=add, sample=sample, can_sample=can_sample)

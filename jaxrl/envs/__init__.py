@@ -1,0 +1,195 @@
+"""Environments: vectorized, functional, auto-resetting (see ``jaxrl.types.Env``).
+
+The registry maps names to factories ``factory(num_envs=..., **kwargs) -> Env``::
+
+    env = jaxrl.envs.make("CartPole", num_envs=8)        # short name -> "CartPole-v1"
+    env = jaxrl.envs.make("mypkg.envs:make_my_env")      # import a module, call its factory
+    jaxrl.envs.register("MyEnv-v0", make_my_env, "what it is", aliases=("MyEnv",))
+
+Names resolve in this order: a canonical id (case-sensitive), an alias, a unique
+case-insensitive match of either, then ``"package.module:attr"``, which imports
+``package.module`` and uses the name ``attr`` if the import registered it, else the module's
+attribute ``attr`` as the factory. A user's mistake raises a one-line ``ConfigError``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from jaxrl.envs import classic
+from jaxrl.envs.core import VectorEnvState, check_positive_int, make_vector_env
+from jaxrl.types import ConfigError, Env
+
+__all__ = [
+    "VectorEnvState",
+    "available",
+    "canonical_name",
+    "make",
+    "make_vector_env",
+    "register",
+]
+
+Factory = Callable[..., Env]
+
+_FACTORIES: dict[str, Factory | str] = {}  # canonical name -> factory or "module:attr"
+_DESCRIPTIONS: dict[str, str] = {}
+_ALIASES: dict[str, str] = {}  # alias -> canonical name
+
+
+def register(
+    name: str,
+    factory: Factory | str,
+    description: str = "",
+    aliases: Iterable[str] = (),
+) -> None:
+    """Register ``factory(num_envs=..., **kwargs) -> Env`` under ``name``.
+
+    ``factory`` may also be a ``"package.module:attr"`` string, imported on first use (for
+    environments with heavy optional dependencies). Registering an existing name again
+    replaces it; a name or alias that already means a different environment is an error.
+    """
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"env name must be a non-empty string, got {name!r}")
+    if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
+        raise ConfigError(f"factory for env {name!r} must be callable or 'module:attr'")
+    aliases = tuple(aliases)
+    if _ALIASES.get(name, name) != name:
+        raise ConfigError(f"env name {name!r} is already an alias of {_ALIASES[name]!r}")
+    for alias in aliases:
+        taken = alias in _FACTORIES and alias != name
+        if taken or _ALIASES.get(alias, name) != name:
+            other = alias if taken else _ALIASES[alias]
+            raise ConfigError(f"alias {alias!r} for env {name!r} already names {other!r}")
+    _FACTORIES[name] = factory
+    _DESCRIPTIONS[name] = description
+    for alias in aliases:
+        _ALIASES[alias] = name
+
+
+def available() -> dict[str, str]:
+    """Canonical name -> one-line description of every registered environment."""
+    return dict(_DESCRIPTIONS)
+
+
+def _choices() -> str:
+    by_name: dict[str, list[str]] = {}
+    for alias, name in _ALIASES.items():
+        by_name.setdefault(name, []).append(alias)
+    names = [f"{n} ({', '.join(by_name[n])})" if n in by_name else n for n in sorted(_FACTORIES)]
+    return ", ".join(names) + ", or 'package.module:factory'"
+
+
+def _lookup(name: str) -> str | None:
+    """The canonical registered name for ``name`` or None."""
+    if name in _FACTORIES:
+        return name
+    if name in _ALIASES:
+        return _ALIASES[name]
+    folded = {n.casefold(): n for n in _FACTORIES} | {a.casefold(): c for a, c in _ALIASES.items()}
+    matches = {c for k, c in folded.items() if k == name.casefold()}
+    return matches.pop() if len(matches) == 1 else None
+
+
+def _import(module_name: str, what: str) -> Any:
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        missing = e.name or ""
+        if module_name == missing or module_name.startswith(missing + "."):
+            raise ConfigError(f"cannot import module {module_name!r} for env {what!r}") from None
+        raise ConfigError(f"env {what!r} needs {missing!r}, which is not installed") from None
+
+
+def _resolve(name: str) -> tuple[str, Factory]:
+    """``(canonical name, factory)`` for any accepted spelling of an environment name."""
+    if not isinstance(name, str):
+        raise ConfigError(f"env name must be a string, got {name!r}; valid: {_choices()}")
+    canonical = _lookup(name)
+    if canonical is None and ":" in name:
+        module_name, _, attr = name.partition(":")
+        if not module_name or not attr:
+            raise ConfigError(f"bad env {name!r}: expected 'package.module:factory'")
+        module = _import(module_name, name)
+        canonical = _lookup(attr)
+        if canonical is None:
+            factory = getattr(module, attr, None)
+            if not callable(factory):
+                raise ConfigError(f"module {module_name!r} has no env factory {attr!r}")
+            return name, factory
+    if canonical is None:
+        raise ConfigError(f"unknown env {name!r}; valid: {_choices()}")
+    factory = _FACTORIES[canonical]
+    if isinstance(factory, str):
+        module_name, _, attr = factory.partition(":")
+        factory = getattr(_import(module_name, canonical), attr)
+    return canonical, factory
+
+
+def canonical_name(name: str) -> str:
+    """The canonical id for ``name`` (``"CartPole"`` -> ``"CartPole-v1"``).
+
+    A ``"module:attr"`` name that is not registered is its own canonical name.
+    """
+    return _resolve(name)[0]
+
+
+def make(name: str, num_envs: int = 1, **kwargs: Any) -> Env:
+    """Build a vectorized environment of ``num_envs`` copies of ``name``.
+
+    ``kwargs`` go to the factory (for the classic envs: ``max_episode_steps``); an option
+    the factory does not accept raises ``ConfigError`` naming it and the valid options.
+    """
+    canonical, factory = _resolve(name)
+    num_envs = check_positive_int("num_envs", num_envs)
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # no signature (e.g. some builtins): let it check
+        params = None
+    if params is not None and not any(p.kind is p.VAR_KEYWORD for p in params):
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        valid = [p.name for p in params if p.kind in kinds and p.name != "num_envs"]
+        for key in kwargs:
+            if key not in valid:
+                raise ConfigError(
+                    f"unknown option {key!r} for env {canonical!r}; "
+                    f"valid options: {', '.join(valid) or 'none'}"
+                )
+    env = factory(num_envs=num_envs, **kwargs)
+    if not isinstance(env, Env):
+        raise TypeError(f"factory for env {canonical!r} returned {type(env).__name__}, not Env")
+    return env
+
+
+register(
+    "CartPole-v1",
+    classic.cartpole,
+    "Balance a pole on a moving cart: Discrete(2), obs [4], 500 steps (Gymnasium dynamics).",
+    aliases=("CartPole",),
+)
+register(
+    "Acrobot-v1",
+    classic.acrobot,
+    "Swing a two-link arm above a line: Discrete(3), obs [6], 500 steps (Gymnasium dynamics).",
+    aliases=("Acrobot",),
+)
+register(
+    "MountainCar-v0",
+    classic.mountain_car,
+    "Drive an underpowered car up a hill: Discrete(3), obs [2], 200 steps (Gymnasium).",
+    aliases=("MountainCar",),
+)
+register(
+    "MountainCarContinuous-v0",
+    classic.mountain_car_continuous,
+    "Mountain car with a continuous force: Box(1,) in [-1, 1], obs [2], 999 steps (Gymnasium).",
+    aliases=("MountainCarContinuous",),
+)
+register(
+    "Pendulum-v1",
+    classic.pendulum,
+    "Swing up and hold a pendulum: Box(1,) in [-2, 2], obs [3], 200 steps (Gymnasium).",
+    aliases=("Pendulum",),
+)

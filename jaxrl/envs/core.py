@@ -1,0 +1,152 @@
+"""Turning a single-environment functional core into a vectorized, auto-resetting ``Env``.
+
+A *core* is two pure functions acting on ONE environment::
+
+    reset_fn(key) -> (state, obs)
+    step_fn(state, action, key) -> (state, obs, reward, terminated)
+
+``make_vector_env`` vmaps them over ``num_envs`` environments and adds what every
+environment in jaxrl shares (see ``jaxrl.types.TimeStep``):
+
+* a time limit: ``truncated`` is true when an episode reaches ``max_episode_steps`` steps
+  without terminating; ``terminated`` and ``truncated`` are never both true (a terminal
+  step on the last allowed step counts as terminated);
+* episode statistics: the running raw (unclipped) return and length of each episode;
+* auto-reset: when an episode ends, the returned ``obs`` is already the first observation
+  of the next episode and ``info["final_obs"]`` is the true last observation.
+
+Everything is pure and jittable, so an ``Env`` can be stepped inside ``lax.scan`` and a
+whole rollout can be vmapped over seeds.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxrl.types import Array, Box, ConfigError, Discrete, Env, EnvSpec, PRNGKey, TimeStep
+
+ResetFn = Callable[[PRNGKey], tuple[Any, Array]]
+StepFn = Callable[[Any, Array, PRNGKey], tuple[Any, Array, Array, Array]]
+
+
+class VectorEnvState(NamedTuple):
+    """State of a vectorized environment; every leaf has a leading ``num_envs`` axis.
+
+    Attributes:
+      core: the cores' states, batched ``[N, ...]`` (already reset where an episode ended).
+      episode_return: ``[N]`` float32, raw return of the current episode so far.
+      episode_length: ``[N]`` int32, steps taken in the current episode so far.
+    """
+
+    core: Any
+    episode_return: Array
+    episode_length: Array
+
+
+def check_positive_int(what: str, value: Any) -> int:
+    """Return ``value`` as an int if it is a positive integer, else raise ``ConfigError``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ConfigError(f"{what} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def _where(done: Array, new: Array, old: Array) -> Array:
+    """``new`` where ``done`` ``[N]`` else ``old``, broadcasting over trailing axes."""
+    return jnp.where(done.reshape(done.shape + (1,) * (new.ndim - 1)), new, old)
+
+
+def make_vector_env(
+    *,
+    name: str,
+    obs_shape: tuple[int, ...],
+    obs_dtype: str,
+    action_space: Discrete | Box,
+    max_episode_steps: int,
+    num_envs: int,
+    reset_fn: ResetFn,
+    step_fn: StepFn,
+) -> Env:
+    """Vectorize a single-environment core and add time limit, episode stats and auto-reset.
+
+    Args:
+      name: canonical environment id stored in the spec.
+      obs_shape: shape of one observation; obs_dtype: its dtype name (obs are cast to it).
+      action_space: ``Discrete`` (actions ``[N]`` int) or ``Box`` (``[N, *shape]`` float).
+      max_episode_steps: episodes are truncated after this many steps.
+      num_envs: number ``N`` of environments stepped in lock-step.
+      reset_fn: ``key -> (state, obs)`` for one environment.
+      step_fn: ``(state, action, key) -> (state, obs, reward, terminated)`` for one
+        environment; ``reward`` and ``terminated`` are scalars.
+
+    Returns:
+      An ``Env`` whose ``reset(key)`` and ``step(env_state, action [N, ...], key)`` return
+      ``(VectorEnvState, TimeStep)``. ``TimeStep.info`` holds, all with leading axis ``N``:
+
+      * ``final_obs`` ``[N, *obs_shape]``: the observation the step actually produced (the
+        last one of the episode where it ended; equal to ``obs`` elsewhere);
+      * ``episode_return`` ``[N]`` float32: the raw return of the episode that ended at this
+        step where ``terminated | truncated``, and 0 elsewhere;
+      * ``episode_length`` ``[N]`` int32: its length in steps where an episode ended, 0
+        elsewhere.
+
+      After ``reset``, reward is 0, both flags are False and the info entries are
+      ``final_obs == obs`` and zeros.
+    """
+    num_envs = check_positive_int("num_envs", num_envs)
+    max_episode_steps = check_positive_int("max_episode_steps", max_episode_steps)
+    spec = EnvSpec(
+        name=name,
+        obs_shape=tuple(obs_shape),
+        obs_dtype=obs_dtype,
+        action_space=action_space,
+        num_envs=num_envs,
+        max_episode_steps=max_episode_steps,
+    )
+    action_shape = (num_envs, *action_space.shape)
+    v_reset = jax.vmap(reset_fn)
+    v_step = jax.vmap(step_fn)
+
+    def reset(key: PRNGKey) -> tuple[VectorEnvState, TimeStep]:
+        core, obs = v_reset(jax.random.split(key, num_envs))
+        obs = obs.astype(obs_dtype)
+        zeros_f = jnp.zeros((num_envs,), jnp.float32)
+        zeros_i = jnp.zeros((num_envs,), jnp.int32)
+        false = jnp.zeros((num_envs,), bool)
+        info = {"final_obs": obs, "episode_return": zeros_f, "episode_length": zeros_i}
+        state = VectorEnvState(core, zeros_f, zeros_i)
+        return state, TimeStep(obs, zeros_f, false, false, info)
+
+    def step(state: VectorEnvState, action: Array, key: PRNGKey) -> tuple[VectorEnvState, TimeStep]:
+        if jnp.shape(action) != action_shape:
+            raise ValueError(
+                f"{name}: expected actions of shape {action_shape}, got {jnp.shape(action)}"
+            )
+        keys = jax.random.split(key, 2 * num_envs)  # one split: each call site costs compile time
+        core, obs, reward, terminated = v_step(state.core, action, keys[:num_envs])
+        obs = obs.astype(obs_dtype)
+        reward = reward.astype(jnp.float32)
+        terminated = terminated.astype(bool)
+        ep_return = state.episode_return + reward
+        ep_length = state.episode_length + 1
+        truncated = (ep_length >= max_episode_steps)
+        done = terminated | truncated
+
+        reset_core, reset_obs = v_reset(keys[num_envs:])
+        core = jax.tree.map(lambda new, old: _where(done, new, old), reset_core, core)
+        next_obs = _where(done, reset_obs.astype(obs_dtype), obs)
+        info = {
+            "final_obs": obs,
+            "episode_return": jnp.where(done, ep_return, 0.0),
+            "episode_length": jnp.where(done, ep_length, 0),
+        }
+        new_state = VectorEnvState(
+            core, jnp.where(done, 0.0, ep_return), jnp.where(done, 0, ep_length)
+        )
+        return new_state, TimeStep(next_obs, reward, terminated, truncated, info)
+
+    return Env(spec=spec, reset=reset, step=step)

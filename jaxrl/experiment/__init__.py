@@ -1,0 +1,1 @@
+"""Host-side experiment machinery: configs and presets, logging, the chunked driver."""

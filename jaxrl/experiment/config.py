@@ -1,0 +1,176 @@
+"""Experiment configs: YAML presets, config files and dotted overrides.
+
+An experiment config is a plain dict, saved as ``config.yaml`` in the run directory::
+
+    preset: cartpole-dqn          # where the values came from (informational)
+    agent: {name: dqn, lr: 0.001, ...every option of the agent...}
+    env:   {name: CartPole-v1, num_envs: 8, ...env keyword arguments...}
+    run:   {steps: 50000, seed: 0, rollout_len: 1, ...every RunConfig field...}
+
+Resolution order, later wins: the agent and env defaults; the preset for the agent/env
+pair (``configs/presets/*.yaml``, chosen automatically when no ``--config`` is given) or
+the ``--config`` file (which may itself name a ``preset:`` to start from); the plain CLI
+flags (``--steps``, ``--seed``, ``--num-envs``); dotted overrides (``--agent.lr 3e-4``).
+The saved file holds every resolved value, so it alone reproduces the run.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from jaxrl import agents, envs
+from jaxrl.runners import RunConfig
+from jaxrl.types import ConfigError
+from jaxrl.validation import build_config, config_to_dict
+
+PRESET_DIR = Path(__file__).resolve().parents[2] / "configs" / "presets"
+SECTIONS = ("agent", "env", "run")
+
+
+def load_yaml(path: str | Path) -> dict[str, Any]:
+    """Reads a YAML mapping with ``yaml.safe_load``; ConfigError if missing or malformed."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file '{path}' does not exist")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"config file '{path}' is not valid YAML{where}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file '{path}' must hold a mapping with keys {SECTIONS}")
+    unknown = set(data) - {*SECTIONS, "preset"}
+    if unknown:
+        raise ConfigError(
+            f"config file '{path}' has unknown key(s) {sorted(unknown)}; valid: "
+            f"preset, {', '.join(SECTIONS)}"
+        )
+    for section in SECTIONS:
+        if not isinstance(data.get(section, {}), dict):
+            raise ConfigError(f"config file '{path}': '{section}' must be a mapping")
+    return data
+
+
+def presets() -> dict[str, Path]:
+    """Preset name (file stem) -> path, for every YAML file in ``configs/presets``."""
+    return {p.stem: p for p in sorted(PRESET_DIR.glob("*.yaml"))}
+
+
+def load_preset(name: str) -> dict[str, Any]:
+    path = presets().get(name)
+    if path is None:
+        raise ConfigError(f"unknown preset '{name}'; available: {', '.join(presets())}")
+    return load_yaml(path)
+
+
+def find_preset(agent: str, env: str) -> str | None:
+    """The preset whose agent and (canonical) env names match, if there is one."""
+    for name, path in presets().items():
+        data = load_yaml(path)
+        preset_env = data.get("env", {}).get("name")
+        if data.get("agent", {}).get("name") == agent and preset_env is not None:
+            if envs.canonical_name(preset_env) == env:
+                return name
+    return None
+
+
+def merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with the sections of ``top`` merged in key by key (top wins)."""
+    out = copy.deepcopy(dict(base))
+    for key, value in top.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def parse_override(text: str) -> Any:
+    """A CLI value: YAML scalars and lists (``true``, ``null``, ``[64, 64]``), and numbers
+    in any float notation (``3e-4``, which YAML 1.1 would read as a string)."""
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def resolve(
+    *,
+    agent: str | None = None,
+    env: str | None = None,
+    config_file: str | None = None,
+    steps: int | None = None,
+    seed: int | None = None,
+    num_envs: int | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Returns the effective, fully validated experiment config (see module docstring).
+
+    ``overrides`` maps dotted keys (``"agent.lr"``, ``"env.num_envs"``, ``"run.eval_every"``)
+    to values. Raises ``ConfigError`` for any user mistake.
+    """
+    base: dict[str, Any] = {}
+    if config_file is not None:
+        base = load_yaml(config_file)
+        if base.get("preset"):
+            base = merge(load_preset(base["preset"]), base)
+    agent_name = agent or base.get("agent", {}).get("name") or "dqn"
+    env_name = envs.canonical_name(env or base.get("env", {}).get("name") or "CartPole-v1")
+    if config_file is None:
+        preset = find_preset(agent_name, env_name)
+        if preset is not None:
+            base = {**load_preset(preset), "preset": preset}
+    # A different agent or env on the command line discards the file's options for it.
+    if base.get("agent", {}).get("name") not in (None, agent_name):
+        base["agent"] = {}
+    base_env = base.get("env", {}).get("name")
+    if base_env is not None and envs.canonical_name(base_env) != env_name:
+        base["env"] = {}
+    cfg = merge({"agent": {}, "env": {}, "run": {}}, base)
+    cfg["agent"]["name"], cfg["env"]["name"] = agent_name, env_name
+    for key, value in (("steps", steps), ("seed", seed)):
+        if value is not None:
+            cfg["run"][key] = value
+    if num_envs is not None:
+        cfg["env"]["num_envs"] = num_envs
+    for dotted, value in (overrides or {}).items():
+        section, _, key = dotted.partition(".")
+        if section not in SECTIONS or not key:
+            raise ConfigError(f"override '--{dotted}' must be --agent.KEY, --env.KEY or --run.KEY")
+        if key == "name":
+            raise ConfigError(f"use --{section} NAME instead of '--{dotted}'")
+        cfg[section][key] = value
+
+    agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
+    cfg["agent"] = {"name": agent_name, **agents.resolve_config(agent_name, agent_options)}
+    cfg["run"] = config_to_dict(build_config(RunConfig, cfg["run"], "run"))
+    cfg["env"].setdefault("num_envs", 1)
+    return {
+        "preset": cfg.get("preset"),
+        "agent": cfg["agent"],
+        "env": cfg["env"],
+        "run": cfg["run"],
+    }
+
+
+def env_kwargs(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``envs.make`` in a resolved config, name excluded."""
+    return {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
+
+
+def dump(cfg: Mapping[str, Any]) -> str:
+    return yaml.safe_dump(dict(cfg), sort_keys=False)

@@ -1,0 +1,24 @@
+"""Pure math for RL: losses, returns, schedules, target updates, exploration.
+
+No state and no I/O: every function here is pure, jittable and vmappable.
+"""
+
+from jaxrl.ops.exploration import epsilon_greedy
+from jaxrl.ops.losses import huber_loss, l2_loss
+from jaxrl.ops.q_learning import q_learning_td_error
+from jaxrl.ops.returns import NStepTarget, n_step_bootstrap, n_step_returns
+from jaxrl.ops.schedules import linear_schedule
+from jaxrl.ops.targets import periodic_update, soft_update
+
+__all__ = [
+    "NStepTarget",
+    "epsilon_greedy",
+    "huber_loss",
+    "l2_loss",
+    "linear_schedule",
+    "n_step_bootstrap",
+    "n_step_returns",
+    "periodic_update",
+    "q_learning_td_error",
+    "soft_update",
+]

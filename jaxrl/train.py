@@ -1,0 +1,110 @@
+"""``python -m jaxrl.train``: train an agent on an environment.
+
+Examples::
+
+    python -m jaxrl.train --agent dqn --env CartPole
+    python -m jaxrl.train --agent dqn --env Acrobot --steps 200000 --agent.lr 3e-4
+    python -m jaxrl.train --config runs/dqn_CartPole-v1_s0_.../config.yaml
+
+Dotted overrides set any option: ``--agent.KEY VALUE``, ``--env.KEY VALUE`` and
+``--run.KEY VALUE`` (``--agent.n_step 3``, ``--run.eval_every 20000``). A user's mistake
+prints one line on stderr and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from jaxrl.types import ConfigError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line and exit code 2, not argparse's usage dump
+        raise ConfigError(message)
+
+
+def _epilog() -> str:
+    from jaxrl import agents, envs
+
+    lines = ["agents:"]
+    lines += [f"  {name:<24} {desc}" for name, desc in agents.available().items()]
+    lines += ["", "environments:"]
+    lines += [f"  {name:<24} {desc}" for name, desc in envs.available().items()]
+    lines += [
+        "",
+        "overrides: --agent.KEY VALUE, --env.KEY VALUE, --run.KEY VALUE "
+        "(e.g. --agent.lr 3e-4 --agent.n_step 3 --run.eval_every 20000)",
+        "a user's own agent or env: --agent package.module:factory, --env package.module:factory",
+    ]
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]:
+    """Splits ``argv`` into the named flags and the dotted overrides."""
+    from jaxrl.experiment.config import parse_override
+
+    parser = _Parser(
+        prog="python -m jaxrl.train",
+        description="Train a jaxrl agent. With no --config, the preset for the agent and "
+        "env pair is used when one exists (configs/presets).",
+        epilog=_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--agent", help="agent name (default: dqn)")
+    parser.add_argument("--env", help="environment name (default: CartPole-v1)")
+    parser.add_argument("--config", metavar="FILE.yaml", help="experiment config file")
+    parser.add_argument("--steps", type=int, help="total environment steps")
+    parser.add_argument("--seed", type=int, help="random seed")
+    parser.add_argument("--num-envs", type=int, help="parallel environments")
+    parser.add_argument("--logdir", default="runs", help="parent of run directories (runs)")
+    args, rest = parser.parse_known_args(argv)
+    overrides: dict[str, Any] = {}
+    i = 0
+    while i < len(rest):
+        token = rest[i]
+        if not token.startswith("--") or "." not in token:
+            raise ConfigError(
+                f"unrecognized argument '{token}'; see --help (overrides look like --agent.lr 3e-4)"
+            )
+        key, eq, value = token[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(rest):
+                raise ConfigError(f"override '{token}' needs a value")
+            value = rest[i + 1]
+            i += 1
+        overrides[key] = parse_override(value)
+        i += 1
+    return args, overrides
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args, overrides = parse_args(argv)
+        from jaxrl.experiment.config import resolve
+        from jaxrl.experiment.run import run_experiment
+
+        cfg = resolve(
+            agent=args.agent,
+            env=args.env,
+            config_file=args.config,
+            steps=args.steps,
+            seed=args.seed,
+            num_envs=args.num_envs,
+            overrides=overrides,
+        )
+        run_experiment(cfg, args.logdir)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

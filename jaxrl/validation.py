@@ -1,0 +1,110 @@
+"""Building frozen config dataclasses from user overrides, checking names and types.
+
+Every user-facing config (an agent's ``Config``, the runner's ``RunConfig``) is a frozen
+dataclass with annotated fields. ``build_config`` turns ``{name: value}`` overrides into an
+instance, raising ``ConfigError`` with one line naming the bad key or value and what is
+valid. Supported annotations: ``bool``, ``int``, ``float``, ``str``, ``Literal[...]``,
+``tuple[int, ...]`` / ``tuple[float, ...]`` and ``X | None``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from typing import Any, Literal, TypeVar
+
+from jaxrl.types import ConfigError
+
+C = TypeVar("C")
+
+
+def _type_name(tp: Any) -> str:
+    if typing.get_origin(tp) is Literal:
+        return " | ".join(repr(a) for a in typing.get_args(tp))
+    if isinstance(tp, type):
+        return tp.__name__
+    return str(tp).replace("typing.", "")
+
+
+def coerce(value: Any, tp: Any, where: str) -> Any:
+    """Returns ``value`` converted to annotation ``tp`` or raises a one-line ConfigError."""
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return coerce(value, arg, where)
+            except ConfigError as e:
+                errors.append(e)
+        raise ConfigError(f"{where}: expected {_type_name(tp)}, got {value!r}")
+    if origin is Literal:
+        if value in args:
+            return value
+        valid = ", ".join(repr(a) for a in args)
+        raise ConfigError(f"{where}: {value!r} is not one of {valid}")
+    if origin is tuple:
+        if not isinstance(value, list | tuple):
+            raise ConfigError(f"{where}: expected a list of {_type_name(args[0])}, got {value!r}")
+        return tuple(coerce(v, args[0], where) for v in value)
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+    elif tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+    elif tp is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    elif tp is str:
+        if isinstance(value, str):
+            return value
+    else:
+        raise TypeError(f"unsupported config annotation {tp!r} for {where}")
+    raise ConfigError(f"{where}: expected {_type_name(tp)}, got {value!r} ({type(value).__name__})")
+
+
+def field_types(cls: type) -> dict[str, Any]:
+    """The resolved annotation of every dataclass field of ``cls``, in declaration order."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+
+
+def build_config(cls: type[C], overrides: Mapping[str, Any], where: str) -> C:
+    """Returns ``cls(**defaults | overrides)`` after checking every key and value.
+
+    Args:
+      cls: a dataclass whose fields all have defaults.
+      overrides: user-given values by field name.
+      where: how the user names this config in messages, e.g. ``"agent 'dqn'"``.
+    """
+    types_ = field_types(cls)
+    values = {}
+    for key, value in overrides.items():
+        if key not in types_:
+            raise ConfigError(
+                f"unknown option '{key}' for {where}; valid options: {', '.join(types_)}"
+            )
+        values[key] = coerce(value, types_[key], f"{where} option '{key}'")
+    try:
+        config = cls(**values)
+    except ValueError as e:  # __post_init__ checks of value ranges
+        raise ConfigError(f"{where}: {e}") from None
+    return config
+
+
+def config_to_dict(config: Any) -> dict[str, Any]:
+    """A YAML-safe dict of a config dataclass (tuples become lists)."""
+    out = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        out[f.name] = list(value) if isinstance(value, tuple) else value
+    return out

@@ -1,0 +1,91 @@
+import pytest
+import yaml
+
+from jaxrl.experiment import config
+from jaxrl.types import ConfigError
+
+
+def test_preset_chosen_for_agent_env_pair_and_named():
+    cfg = config.resolve(agent="dqn", env="CartPole")
+    preset = config.load_preset("cartpole-dqn")
+    assert cfg["preset"] == "cartpole-dqn"
+    assert cfg["env"]["name"] == "CartPole-v1"
+    assert cfg["agent"]["lr"] == preset["agent"]["lr"]
+    assert cfg["agent"]["hidden_sizes"] == preset["agent"]["hidden_sizes"]
+    assert cfg["run"]["rollout_len"] == preset["run"]["rollout_len"]
+    assert config.find_preset("random", "CartPole-v1") is None
+    assert config.resolve(agent="random", env="CartPole")["preset"] is None
+
+
+def test_flags_and_dotted_overrides_win_over_preset():
+    cfg = config.resolve(
+        agent="dqn",
+        env="CartPole-v1",
+        steps=1234,
+        seed=7,
+        num_envs=3,
+        overrides={"agent.lr": 3e-4, "agent.n_step": 3, "run.eval_every": 0},
+    )
+    assert cfg["run"]["steps"] == 1234 and cfg["run"]["seed"] == 7
+    assert cfg["env"]["num_envs"] == 3
+    assert cfg["agent"]["lr"] == 3e-4 and cfg["agent"]["n_step"] == 3
+    assert cfg["run"]["eval_every"] == 0
+    # Every option of the agent is resolved, defaults included.
+    assert cfg["agent"]["double"] is False and "reward_clip" in cfg["agent"]
+
+
+def test_saved_config_reproduces_itself(tmp_path):
+    cfg = config.resolve(agent="dqn", env="Acrobot", overrides={"agent.gamma": 0.95})
+    path = tmp_path / "config.yaml"
+    path.write_text(config.dump(cfg))
+    assert config.resolve(config_file=str(path)) == cfg
+    # A config file may start from a preset and change a few values.
+    partial = tmp_path / "partial.yaml"
+    partial.write_text(yaml.safe_dump({"preset": "cartpole-dqn", "agent": {"lr": 0.01}}))
+    cfg = config.resolve(config_file=str(partial))
+    assert cfg["agent"]["lr"] == 0.01 and cfg["agent"]["hidden_sizes"] == [256, 256]
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        (dict(agent="dqnn"), "unknown agent 'dqnn'; available: dqn, random"),
+        (dict(env="CartPol"), "CartPol"),
+        (dict(overrides={"agent.learning_rate": 1.0}), "unknown option 'learning_rate'"),
+        (dict(overrides={"agent.lr": "fast"}), "option 'lr': expected float"),
+        (dict(overrides={"model.lr": 1.0}), "--agent.KEY, --env.KEY or --run.KEY"),
+        (dict(overrides={"run.steps": 0}), "steps must be >= 1"),
+        (dict(config_file="/nonexistent/config.yaml"), "does not exist"),
+    ],
+)
+def test_user_mistakes(kwargs, fragment):
+    with pytest.raises(ConfigError) as e:
+        config.resolve(**kwargs)
+    assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
+def test_malformed_config_files(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("agent: [unclosed\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        config.resolve(config_file=str(bad))
+    bad.write_text("agnet: {name: dqn}\n")
+    with pytest.raises(ConfigError, match="unknown key"):
+        config.resolve(config_file=str(bad))
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("3e-4", 3e-4),
+        ("3", 3),
+        ("0.5", 0.5),
+        ("true", True),
+        ("null", None),
+        ("[64, 64]", [64, 64]),
+        ("huber", "huber"),
+    ],
+)
+def test_parse_override(text, value):
+    got = config.parse_override(text)
+    assert got == value and type(got) is type(value)

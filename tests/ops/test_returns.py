@@ -1,0 +1,190 @@
+"""n-step targets against plain-Python loops."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxrl.ops import NStepTarget, n_step_bootstrap, n_step_returns
+
+# Jitted once per shape: far faster than op-by-op dispatch on CPU.
+bootstrap_jit = jax.jit(n_step_bootstrap)
+returns_jit = jax.jit(n_step_returns, static_argnums=4)
+
+
+def _bootstrap_ref_1d(r, term, trunc, gamma):
+    """One window, step by step: (reward_sum, bootstrap_discount, bootstrap_index)."""
+    total, disc = 0.0, 1.0
+    for k in range(len(r)):
+        total += disc * float(r[k])
+        disc *= gamma
+        if term[k]:
+            return total, 0.0, k
+        if trunc[k]:
+            return total, disc, k
+    return total, disc, len(r) - 1
+
+
+def _bootstrap_ref(r, term, trunc, gamma):
+    batch = r.shape[:-1]
+    out = [np.zeros(batch), np.zeros(batch), np.zeros(batch, np.int64)]
+    for idx in np.ndindex(*batch):
+        for o, v in zip(out, _bootstrap_ref_1d(r[idx], term[idx], trunc[idx], gamma), strict=True):
+            o[idx] = v
+    return out
+
+
+def _returns_ref(r, v, term, trunc, n, gamma):
+    T = len(r)
+    out = np.zeros(T)
+    for t in range(T):
+        g, disc = 0.0, 1.0
+        for k in range(n):
+            i = t + k
+            g += disc * r[i]
+            disc *= gamma
+            if term[i]:
+                break
+            if trunc[i] or i == T - 1 or k == n - 1:
+                g += disc * v[i]
+                break
+        out[t] = g
+    return out
+
+
+def _random_flags(rng, shape, p_term=0.15, p_trunc=0.15):
+    u = rng.uniform(size=shape)
+    return u < p_term, (u >= p_term) & (u < p_term + p_trunc)  # never both
+
+
+def _check(got: NStepTarget, ref, atol=1e-5):
+    np.testing.assert_allclose(got.reward_sum, ref[0], rtol=1e-5, atol=atol)
+    np.testing.assert_allclose(got.bootstrap_discount, ref[1], rtol=1e-5, atol=atol)
+    np.testing.assert_array_equal(got.bootstrap_index, ref[2])
+    assert got.bootstrap_index.dtype == jnp.int32
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+@pytest.mark.parametrize("gamma", [0.0, 0.9, 0.99, 1.0])
+def test_bootstrap_random(n, gamma):
+    rng = np.random.default_rng(n * 100 + int(gamma * 100))
+    shape = (64, 3, n)
+    r = rng.normal(size=shape).astype(np.float32)
+    term, trunc = _random_flags(rng, shape)
+    got = bootstrap_jit(r, term, trunc, gamma)
+    assert got.reward_sum.shape == shape[:-1] and got.reward_sum.dtype == jnp.float32
+    _check(got, _bootstrap_ref(r, term, trunc, gamma))
+    if n > 1:  # the random windows exercise every case
+        first = np.argmax(term | trunc, -1)
+        anydone = (term | trunc).any(-1)
+        assert (~anydone).any() and (anydone & (first < n - 1)).any()
+        assert (term.any(-1) & ~trunc.any(-1)).any() and (trunc.any(-1) & ~term.any(-1)).any()
+
+
+def test_bootstrap_hand_cases():
+    g = 0.5
+    r = np.array(
+        [
+            [1.0, 2.0, 4.0, 8.0],  # no end: 1 + 1 + 1 + 1, discount g^4
+            [1.0, 2.0, 4.0, 8.0],  # termination at k=1: 1 + 1, no bootstrap
+            [1.0, 2.0, 4.0, 8.0],  # truncation at k=1: 1 + 1, bootstrap g^2 from index 1
+            [1.0, 2.0, 4.0, 8.0],  # truncation k=0 then termination k=2: cut at 0
+            [1.0, 2.0, 4.0, 8.0],  # termination k=2 then truncation k=3: cut at 2
+            [1.0, 2.0, 4.0, 8.0],  # termination at the last step
+        ],
+        np.float32,
+    )
+    term = np.zeros_like(r, bool)
+    trunc = np.zeros_like(r, bool)
+    term[1, 1] = trunc[2, 1] = True
+    trunc[3, 0] = term[3, 2] = True
+    term[4, 2] = trunc[4, 3] = True
+    term[5, 3] = True
+    got = bootstrap_jit(r, term, trunc, g)
+    np.testing.assert_allclose(got.reward_sum, [4.0, 2.0, 2.0, 1.0, 3.0, 4.0])
+    np.testing.assert_allclose(got.bootstrap_discount, [g**4, 0.0, g**2, g, 0.0, 0.0])
+    np.testing.assert_array_equal(got.bootstrap_index, [3, 1, 1, 0, 2, 3])
+    _check(got, _bootstrap_ref(r, term, trunc, g))
+
+
+def test_bootstrap_jnp_scalar_discount_jit_and_vmap():
+    rng = np.random.default_rng(7)
+    shape = (32, 4)
+    r = rng.normal(size=shape).astype(np.float32)
+    term, trunc = _random_flags(rng, shape, 0.2, 0.2)
+    _check(bootstrap_jit(r, term, trunc, jnp.float32(0.97)), _bootstrap_ref(r, term, trunc, 0.97))
+
+    gammas = np.array([0.0, 0.5, 0.9, 0.999], np.float32)
+    batched = jax.vmap(n_step_bootstrap, in_axes=(None, None, None, 0))(r, term, trunc, gammas)
+    batched = jax.tree.map(np.asarray, batched)
+    for i, gamma in enumerate(gammas):
+        _check(jax.tree.map(lambda x, i=i: x[i], batched), _bootstrap_ref(r, term, trunc, gamma))
+
+    # A discount per window (shape [...]) broadcasts against the batch.
+    per_window = rng.uniform(size=shape[:-1]).astype(np.float32)
+    got = jax.tree.map(np.asarray, bootstrap_jit(r, term, trunc, per_window))
+    for b in range(shape[0]):
+        ref = _bootstrap_ref(r[b : b + 1], term[b : b + 1], trunc[b : b + 1], float(per_window[b]))
+        _check(jax.tree.map(lambda x, b=b: x[b : b + 1], got), ref)
+
+
+@pytest.mark.parametrize("n", [1, 3, 5, 20])
+@pytest.mark.parametrize("T", [1, 4, 17])
+def test_returns_random(n, T):
+    rng = np.random.default_rng(1000 + 10 * n + T)
+    for gamma in (0.0, 0.9, 1.0):
+        r = rng.normal(size=T).astype(np.float32)
+        v = rng.normal(size=T).astype(np.float32)
+        term, trunc = _random_flags(rng, T, 0.2, 0.2)
+        got = returns_jit(r, v, term, trunc, n, gamma)
+        assert got.shape == (T,) and got.dtype == jnp.float32
+        np.testing.assert_allclose(
+            got, _returns_ref(r, v, term, trunc, n, gamma), rtol=1e-5, atol=1e-5
+        )
+
+
+def test_returns_episode_ends_inside_window():
+    T, n, g = 8, 3, 0.9
+    r = np.arange(1, T + 1, dtype=np.float32)
+    v = 100.0 + np.arange(T, dtype=np.float32)
+    term = np.zeros(T, bool)
+    trunc = np.zeros(T, bool)
+    term[2] = True  # termination inside the windows of t = 0, 1, 2
+    trunc[5] = True  # truncation inside the windows of t = 3, 4, 5
+    got = np.asarray(returns_jit(r, v, term, trunc, n, jnp.float32(g)))
+    np.testing.assert_allclose(got[0], 1 + g * 2 + g**2 * 3, rtol=1e-6)
+    np.testing.assert_allclose(got[2], 3, rtol=1e-6)
+    np.testing.assert_allclose(got[4], 5 + g * 6 + g**2 * v[5], rtol=1e-6)
+    np.testing.assert_allclose(got[5], 6 + g * v[5], rtol=1e-6)
+    np.testing.assert_allclose(got[6], 7 + g * 8 + g**2 * v[7], rtol=1e-6)  # cut at T-1
+    np.testing.assert_allclose(got[7], 8 + g * v[7], rtol=1e-6)
+    np.testing.assert_allclose(got, _returns_ref(r, v, term, trunc, n, g), rtol=1e-6)
+
+
+def test_returns_n1_is_one_step_td():
+    rng = np.random.default_rng(3)
+    T, g = 50, 0.95
+    r, v = rng.normal(size=(2, T)).astype(np.float32)
+    term, trunc = _random_flags(rng, T, 0.2, 0.2)
+    got = returns_jit(r, v, term, trunc, 1, g)
+    np.testing.assert_allclose(got, r + g * (1 - term) * v, rtol=1e-6, atol=1e-6)
+
+
+def test_returns_vmap_over_discount_and_batch():
+    rng = np.random.default_rng(11)
+    B, T, n = 3, 12, 4
+    r, v = rng.normal(size=(2, B, T)).astype(np.float32)
+    term, trunc = _random_flags(rng, (B, T), 0.2, 0.2)
+    gammas = jnp.array([0.5, 0.9, 0.99], jnp.float32)
+    f = jax.jit(jax.vmap(lambda *a: n_step_returns(*a[:4], n, a[4])))
+    got = np.asarray(f(r, v, term, trunc, gammas))
+    for b in range(B):
+        ref = _returns_ref(r[b], v[b], term[b], trunc[b], n, float(np.asarray(gammas)[b]))
+        np.testing.assert_allclose(got[b], ref, rtol=1e-5, atol=1e-5)
+
+
+def test_validation():
+    with pytest.raises(ValueError):
+        n_step_returns(np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3), 0, 0.9)
+    with pytest.raises(ValueError):
+        n_step_bootstrap(np.zeros((2, 3)), np.zeros((2, 2)), np.zeros((2, 3)), 0.9)

@@ -1,0 +1,118 @@
+"""The CLI: runs, the run directory, reproduction from config.yaml, and user mistakes
+(one line on stderr, exit code 2, nothing written)."""
+
+import json
+import subprocess
+import sys
+
+import jax.numpy as jnp
+import pytest
+import yaml
+
+from jaxrl.train import main
+from jaxrl.types import Agent
+
+TINY = [
+    "--agent.hidden_sizes", "[8]",
+    "--agent.batch_size", "8",
+    "--agent.updates_per_rollout", "2",
+    "--agent.learning_starts", "64",
+    "--run.log_every", "256",
+    "--run.eval_every", "512",
+    "--run.eval_episodes", "2",
+    "--run.stop_return", "null",
+]  # fmt: skip
+
+
+def run_dirs(logdir):
+    return sorted(p for p in logdir.iterdir() if p.is_dir()) if logdir.exists() else []
+
+
+def test_run_directory_and_reproduction(tmp_path, capsys):
+    logdir = tmp_path / "runs"
+    args = ["--agent", "dqn", "--env", "CartPole", "--steps", "1024", "--seed", "3"]
+    assert main([*args, "--num-envs", "4", "--logdir", str(logdir), *TINY]) == 0
+    (first,) = run_dirs(logdir)
+    cfg = yaml.safe_load((first / "config.yaml").read_text())
+    assert cfg["preset"] == "cartpole-dqn"
+    assert cfg["agent"]["hidden_sizes"] == [8] and cfg["env"]["num_envs"] == 4
+    assert cfg["run"]["seed"] == 3 and cfg["run"]["stop_return"] is None
+    rows = [json.loads(line) for line in (first / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [256 * i for i in range(1, 5)]
+    assert [r["eval_return"] is not None for r in rows] == [False, True, False, True]
+    header = (first / "metrics.csv").read_text().splitlines()[0].split(",")
+    for column in (
+        "step",
+        "time",
+        "sps",
+        "episode_return",
+        "episode_length",
+        "eval_return",
+        "loss",
+    ):
+        assert column in header
+    assert "summary" in capsys.readouterr().out
+
+    # The saved config alone reproduces the run: same config, same metrics.
+    assert main(["--config", str(first / "config.yaml"), "--logdir", str(logdir)]) == 0
+    second = next(p for p in run_dirs(logdir) if p != first)
+    assert yaml.safe_load((second / "config.yaml").read_text()) == cfg
+    again = [json.loads(line) for line in (second / "metrics.jsonl").read_text().splitlines()]
+    for a, b in zip(rows, again, strict=True):
+        assert a["episode_return"] == pytest.approx(b["episode_return"])
+        assert a["loss"] == pytest.approx(b["loss"], rel=1e-4)
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--agent", "nope"], "unknown agent 'nope'; available: dqn, random"),
+        (["--env", "Pong-v9"], "Pong-v9"),
+        (["--agent.learning_rate", "1"], "unknown option 'learning_rate'"),
+        (["--agent.lr", "fast"], "option 'lr': expected float"),
+        (["--agent", "dqn", "--env", "Pendulum"], "discrete action space"),
+        (["--config", "missing.yaml"], "does not exist"),
+        (["--steps", "many"], "--steps"),
+        (["--agent.lr"], "needs a value"),
+        (["stray"], "unrecognized argument 'stray'"),
+    ],
+)
+def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys, argv, fragment):
+    logdir = tmp_path / "runs"
+    assert main([*argv, "--logdir", str(logdir)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and fragment in err and "Traceback" not in err
+    assert run_dirs(logdir) == []
+
+
+def make_constant_agent(spec, **overrides) -> Agent:
+    """A user's own agent, imported by the CLI as tests.test_train:make_constant_agent."""
+    return Agent(
+        init=lambda key: {"step": jnp.zeros((), jnp.int32)},
+        act=lambda s, obs, key, explore=True: (jnp.ones(obs.shape[0], jnp.int32), {}),
+        update=lambda s, rollout, key: (s, {"constant": jnp.float32(1.0)}),
+    )
+
+
+def test_user_agent_by_module_path(tmp_path):
+    logdir = tmp_path / "runs"
+    argv = ["--agent", "tests.test_train:make_constant_agent", "--env", "CartPole"]
+    assert main([*argv, "--steps", "64", "--logdir", str(logdir), "--run.log_every", "32"]) == 0
+    (run,) = run_dirs(logdir)
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["constant"] for r in rows] == [1.0, 1.0]
+
+
+def test_process_exit_code_and_help():
+    bad = subprocess.run(
+        [sys.executable, "-m", "jaxrl.train", "--agent", "nope"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and bad.stderr.startswith("error: unknown agent 'nope'")
+    assert "Traceback" not in bad.stderr
+    shown = subprocess.run(
+        [sys.executable, "-m", "jaxrl.train", "--help"], capture_output=True, text=True
+    )
+    assert shown.returncode == 0
+    for name in ("dqn", "random", "CartPole-v1", "Acrobot-v1", "MountainCar-v0", "Pendulum-v1",
+                 "MountainCarContinuous-v0", "--agent.KEY"):  # fmt: skip
+        assert name in shown.stdout

@@ -1,0 +1,57 @@
+import dataclasses
+from typing import Literal
+
+import pytest
+
+from jaxrl.types import ConfigError
+from jaxrl.validation import build_config, coerce, config_to_dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Example:
+    lr: float = 1e-3
+    n: int = 1
+    flag: bool = False
+    name: str = "x"
+    loss: Literal["huber", "mse"] = "huber"
+    sizes: tuple[int, ...] = (64, 64)
+    clip: float | None = None
+
+    def __post_init__(self):
+        if self.n < 1:
+            raise ValueError(f"n must be >= 1, got {self.n}")
+
+
+def test_defaults_and_overrides():
+    cfg = build_config(Example, {"lr": 3, "n": 4.0, "sizes": [8], "clip": 1}, "example")
+    assert cfg == Example(lr=3.0, n=4, sizes=(8,), clip=1.0)
+    assert isinstance(cfg.lr, float) and isinstance(cfg.n, int)
+    assert config_to_dict(cfg)["sizes"] == [8]
+
+
+@pytest.mark.parametrize(
+    "overrides, fragment",
+    [
+        ({"lrr": 1.0}, "unknown option 'lrr'"),
+        ({"lr": "fast"}, "option 'lr': expected float"),
+        ({"n": 1.5}, "option 'n': expected int"),
+        ({"flag": 1}, "option 'flag': expected bool"),
+        ({"loss": "l1"}, "'l1' is not one of 'huber', 'mse'"),
+        ({"sizes": 3}, "expected a list of int"),
+        ({"n": 0}, "n must be >= 1"),
+        ({"lr": True}, "expected float"),
+    ],
+)
+def test_user_mistakes_are_one_line(overrides, fragment):
+    with pytest.raises(ConfigError) as e:
+        build_config(Example, overrides, "example")
+    message = str(e.value)
+    assert fragment in message and "\n" not in message
+    if "unknown option" in fragment:
+        assert "valid options: lr, n, flag, name, loss, sizes, clip" in message
+
+
+def test_optional_accepts_none():
+    assert coerce(None, float | None, "x") is None
+    with pytest.raises(ConfigError):
+        coerce(None, float, "x")
