@@ -114,7 +114,8 @@ def make_uniform_replay(
       A ``ReplayBuffer(init, add, sample, can_sample)``:
 
       * ``init(example)``: ``example`` is a pytree with leaves ``[N, ...]`` (one step of
-        all envs, e.g. a ``Transition`` with ``T`` dropped); allocates zeros
+        all envs, e.g. a ``Transition`` with ``T`` dropped; arrays or
+        ``jax.ShapeDtypeStruct``s, only shapes and dtypes are read); allocates zeros
         ``[L, N, ...]`` of the same dtypes, ``position = size = 0``.
       * ``add(state, batch)``: ``batch`` has leaves ``[T, N, ...]`` with a static
         ``T <= L``; writes rows ``(position + t) mod L`` for ``t < T`` (wrapping around,
@@ -142,12 +143,14 @@ def make_uniform_replay(
 
     def init(example: PyTree) -> ReplayState:
         def alloc(leaf: Any) -> Array:
-            leaf = jnp.asarray(leaf)
-            if leaf.ndim < 1 or leaf.shape[0] != num_envs:
+            if not isinstance(leaf, jax.ShapeDtypeStruct):
+                leaf = jnp.asarray(leaf)
+            shape = tuple(leaf.shape)
+            if len(shape) < 1 or shape[0] != num_envs:
                 raise ValueError(
-                    f"init expects leaves of shape [num_envs={num_envs}, ...], got {leaf.shape}"
+                    f"init expects leaves of shape [num_envs={num_envs}, ...], got {shape}"
                 )
-            return jnp.zeros((num_rows, *leaf.shape), leaf.dtype)
+            return jnp.zeros((num_rows, *shape), leaf.dtype)
 
         return ReplayState(
             data=jax.tree.map(alloc, example),

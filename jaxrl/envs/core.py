@@ -133,7 +133,7 @@ def make_vector_env(
         terminated = terminated.astype(bool)
         ep_return = state.episode_return + reward
         ep_length = state.episode_length + 1
-        truncated = (ep_length >= max_episode_steps)
+        truncated = ~terminated & (ep_length >= max_episode_steps)
         done = terminated | truncated
 
         reset_core, reset_obs = v_reset(keys[num_envs:])

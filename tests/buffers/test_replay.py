@@ -59,10 +59,10 @@ def _fill(buffer, num_envs, sizes, seed=0):
 @pytest.mark.parametrize(
     "capacity,num_envs,sizes",
     [
-        (10, 3, [2, 1, 3, 3, 2, 1, 3]),  # L = 3, uneven division
-        (17, 2, [3, 5, 8, 1, 4, 7, 8, 2]),  # L = 8
-        (7, 1, [1, 7, 3, 5, 6, 2]),  # L = 7, T = L
-        (23, 4, [5, 2, 4, 5, 1, 3, 5]),  # L = 5
+        (10, 3, [2, 3, 2, 2, 3]),  # L = 3, uneven division
+        (17, 2, [3, 5, 3, 8, 5, 3]),  # L = 8
+        (7, 1, [3, 7, 3, 3, 3]),  # L = 7, T = L
+        (23, 4, [4, 3, 4, 3, 4]),  # L = 5
     ],
 )
 def test_add_matches_ring_reference(capacity, num_envs, sizes):
@@ -90,11 +90,10 @@ def test_add_matches_ring_reference(capacity, num_envs, sizes):
     "capacity,num_envs,window,sizes",
     [
         (12, 3, 2, [1]),  # L = 4, size 1 < window
-        (12, 3, 2, [2]),  # exactly one valid start
-        (12, 3, 3, [1, 2]),  # partially filled
-        (26, 4, 3, [2, 3, 4, 1, 2, 3, 6, 2]),  # L = 6, wrapped several times
-        (9, 1, 4, [5, 4, 3, 2, 8]),  # L = 9
-        (20, 2, 1, [7, 7, 7]),  # window 1
+        (12, 3, 3, [1, 2]),  # partially filled, exactly one valid start
+        (26, 4, 3, [2, 3, 2, 3, 3, 2, 3, 2, 3]),  # L = 6, wrapped several times
+        (9, 1, 4, [5, 3, 5, 3, 5]),  # L = 9
+        (20, 2, 1, [7, 7]),  # window 1
     ],
 )
 def test_sampled_windows_are_consecutive_and_behind_write_head(capacity, num_envs, window, sizes):
@@ -234,6 +233,14 @@ def test_invalid_shapes():
     for bad in (np.zeros((5, 2, 5)), np.zeros((2, 3, 5)), np.zeros((2, 2, 4))):
         with pytest.raises(ValueError):
             buffer.add(state, {"x": bad})  # T > L, wrong N, wrong trailing shape
+
+
+def test_init_from_shape_dtype_structs():
+    buffer = make_uniform_replay(8, 2, batch_size=2)
+    example = jax.eval_shape(lambda: _example(2))
+    state = buffer.init(example)
+    assert state.data["step"].shape == (4, 2) and state.data["step"].dtype == jnp.int32
+    assert state.data["flag"].dtype == jnp.bool_
 
 
 def test_every_capacity_fits_in_rows():

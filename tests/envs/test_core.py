@@ -18,11 +18,14 @@ INFO_KEYS = {"final_obs", "episode_return", "episode_length"}
 def _counter_env(num_envs: int = NUM_ENVS) -> Env:
     """Toy core: obs ``[x, t]``; action a adds a to x; reward a + 0.5; action 2 terminates.
 
-    The start ``x`` is random (from the reset key) so a test can tell episodes apart.
+    The start ``x`` in ``[10, 20)`` is a hash of the reset key, so a test can tell episodes
+    apart (taken from the key's bits rather than ``jax.random``, which is slow to compile).
     """
 
     def reset_fn(key):
-        state = {"x": jax.random.uniform(key, (), jnp.float32, 10.0, 20.0), "t": jnp.int32(0)}
+        bits = jax.random.key_data(key)[0] >> 8  # 24 random bits
+        x = 10.0 + bits.astype(jnp.float32) * (10.0 / 2**24)
+        state = {"x": x, "t": jnp.int32(0)}
         return state, jnp.stack([state["x"], 0.0])
 
     def step_fn(state, action, key):
@@ -132,7 +135,7 @@ def test_reset_timestep():
 
 def test_vmap_over_seeds_of_a_scanned_rollout_matches_single_runs():
     keys = jax.random.split(jax.random.key(2), 3)
-    actions = jax.random.randint(jax.random.key(3), (3, STEPS, NUM_ENVS), 0, 3)
+    actions = np.random.default_rng(3).integers(0, 3, (3, STEPS, NUM_ENVS), dtype=np.int32)
     batched = jax.jit(jax.vmap(_rollout))(keys, actions)
     for i in range(3):
         single = _rollout_jit(keys[i], actions[i])  # same shapes as above: no recompile
@@ -144,10 +147,10 @@ def test_vmap_over_seeds_of_a_scanned_rollout_matches_single_runs():
 
 
 def test_wrong_action_shape_is_an_error():
-    env = _counter_env()
-    state, _ = env.reset(jax.random.key(0))
+    key = jax.random.key(0)
+    state, _ = jax.eval_shape(ENV.reset, key)  # shapes only: nothing is compiled
     with pytest.raises(ValueError, match=r"Counter-v0: expected actions of shape \(3,\)"):
-        env.step(state, jnp.zeros((3, 1), jnp.int32), jax.random.key(1))
+        jax.eval_shape(ENV.step, state, jnp.zeros((3, 1), jnp.int32), key)
 
 
 @pytest.mark.parametrize("value", [0, -1, 2.0, True, "4"])

@@ -11,7 +11,7 @@ import pytest
 
 from jaxrl import envs
 from jaxrl.envs import classic
-from jaxrl.types import ConfigError, Discrete
+from jaxrl.types import ConfigError, Discrete, Env
 
 BUILTIN = {
     "CartPole": "CartPole-v1",
@@ -29,7 +29,7 @@ def _restore_registry(monkeypatch):
         monkeypatch.setattr(envs, attr, dict(getattr(envs, attr)))
 
 
-def _toy_factory(num_envs: int = 1, *, horizon: int = 7) -> envs.Env:
+def _toy_factory(num_envs: int = 1, *, horizon: int = 7) -> Env:
     return envs.make_vector_env(
         name="Toy-v0",
         obs_shape=(1,),

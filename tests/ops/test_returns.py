@@ -128,8 +128,7 @@ def test_bootstrap_jnp_scalar_discount_jit_and_vmap():
         _check(jax.tree.map(lambda x, b=b: x[b : b + 1], got), ref)
 
 
-@pytest.mark.parametrize("n", [1, 3, 5, 20])
-@pytest.mark.parametrize("T", [1, 4, 17])
+@pytest.mark.parametrize("n,T", [(1, 17), (3, 1), (3, 17), (5, 4), (20, 17)])
 def test_returns_random(n, T):
     rng = np.random.default_rng(1000 + 10 * n + T)
     for gamma in (0.0, 0.9, 1.0):
