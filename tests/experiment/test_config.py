@@ -40,10 +40,11 @@ def test_saved_config_reproduces_itself(tmp_path):
     path.write_text(config.dump(cfg))
     assert config.resolve(config_file=str(path)) == cfg
     # A config file may start from a preset and change a few values.
+    preset_sizes = config.load_preset("cartpole-dqn")["agent"]["hidden_sizes"]
     partial = tmp_path / "partial.yaml"
     partial.write_text(yaml.safe_dump({"preset": "cartpole-dqn", "agent": {"lr": 0.01}}))
     cfg = config.resolve(config_file=str(partial))
-    assert cfg["agent"]["lr"] == 0.01 and cfg["agent"]["hidden_sizes"] == [256, 256]
+    assert cfg["agent"]["lr"] == 0.01 and cfg["agent"]["hidden_sizes"] == preset_sizes
 
 
 @pytest.mark.parametrize(
