@@ -25,7 +25,6 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     TextColumn,
-    TimeElapsedColumn,
     TimeRemainingColumn,
 )
 from rich.table import Table
@@ -101,12 +100,9 @@ def run_experiment(
     total_steps = runner.num_chunks * runner.iterations_per_chunk * runner.steps_per_iteration
     best, first_solved, steps, run_time = -math.inf, None, 0, 0.0
     progress = Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
+        BarColumn(bar_width=12),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[sps]:>8} steps/s"),
-        TextColumn("return {task.fields[ret]:>7}  eval {task.fields[eval]:>7}"),
-        TimeElapsedColumn(),
+        TextColumn("{task.fields[sps]} sps  return {task.fields[ret]}  eval {task.fields[eval]}"),
         TextColumn("ETA"),
         TimeRemainingColumn(),
         console=console,
