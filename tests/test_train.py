@@ -2,6 +2,7 @@
 (one line on stderr, exit code 2, nothing written)."""
 
 import json
+import struct
 import subprocess
 import sys
 
@@ -22,6 +23,23 @@ TINY = [
     "--run.eval_episodes", "2",
     "--run.stop_return", "null",
 ]  # fmt: skip
+
+
+def read_tensorboard_scalars(run_dir):
+    """{tag: [(step, value)]} from the TFRecord event files in ``run_dir``."""
+    from tensorboardX.proto.event_pb2 import Event
+
+    scalars = {}
+    for path in run_dir.glob("events.out.tfevents.*"):
+        data = path.read_bytes()
+        offset = 0
+        while offset < len(data):
+            (length,) = struct.unpack("<Q", data[offset : offset + 8])
+            event = Event.FromString(data[offset + 12 : offset + 12 + length])
+            offset += 12 + length + 4
+            for value in event.summary.value:
+                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
+    return scalars
 
 
 def run_dirs(logdir):
@@ -52,6 +70,10 @@ def test_run_directory_and_reproduction(tmp_path, capsys):
     ):
         assert column in header
     assert "summary" in capsys.readouterr().out
+    # TensorBoard events (tensorboardX is a dev dependency) hold the logged scalars.
+    steps, returns = zip(*read_tensorboard_scalars(first)["episode_return"], strict=True)
+    assert list(steps) == [r["step"] for r in rows]
+    assert list(returns) == pytest.approx([r["episode_return"] for r in rows], rel=1e-6)
 
     # The saved config alone reproduces the run: same config, same metrics.
     assert main(["--config", str(first / "config.yaml"), "--logdir", str(logdir)]) == 0

@@ -94,7 +94,6 @@ def run_experiment(
     compile_start = time.perf_counter()
     state = jax.jit(runner.init)(key)
     run_chunk = jax.jit(runner.run_chunk, donate_argnums=0).lower(state).compile()
-    evaluate = jax.jit(runner.evaluate).lower(state.agent_state, eval_key).compile()
     compile_time = time.perf_counter() - compile_start
 
     total_steps = runner.num_chunks * runner.iterations_per_chunk * runner.steps_per_iteration
@@ -139,6 +138,9 @@ def run_experiment(
                 break
     writer.close()
 
+    compile_start = time.perf_counter()
+    evaluate = jax.jit(runner.evaluate).lower(state.agent_state, eval_key).compile()
+    compile_time += time.perf_counter() - compile_start
     final = float(np.mean(jax.device_get(evaluate(state.agent_state, eval_key))))
     summary = Summary(
         run_dir=run_dir,
