@@ -87,13 +87,20 @@ def make(name: str, spec: EnvSpec, **overrides: Any) -> Agent:
 
 
 def _register_builtins() -> None:
-    from jaxrl.agents import dqn, random_agent
+    from jaxrl.agents import dqn, rainbow, random_agent
 
     register(
         "dqn",
         dqn.make_dqn,
         config=dqn.DQNConfig,
         description="Deep Q-Network (Mnih et al. 2015) with double, dueling and n-step options",
+    )
+    register(
+        "rainbow",
+        rainbow.make_rainbow,
+        config=rainbow.RainbowConfig,
+        description="Rainbow (Hessel et al. 2018): double, dueling, n-step, prioritized, "
+        "distributional and noisy, each switchable",
     )
     register(
         "random",

@@ -1,6 +1,17 @@
-"""Flax Linen modules: torsos and heads that agents compose."""
+"""Flax Linen modules: torsos and heads that agents compose, and noisy layers."""
 
-from jaxrl.networks.heads import DuelingHead, QHead
+from jaxrl.networks.heads import CategoricalHead, DuelingCategoricalHead, DuelingHead, QHead
+from jaxrl.networks.noisy import NoisyLinear, dense, factorized_noise
 from jaxrl.networks.torsos import MLP, QNetwork
 
-__all__ = ["MLP", "DuelingHead", "QHead", "QNetwork"]
+__all__ = [
+    "MLP",
+    "CategoricalHead",
+    "DuelingCategoricalHead",
+    "DuelingHead",
+    "NoisyLinear",
+    "QHead",
+    "QNetwork",
+    "dense",
+    "factorized_noise",
+]

@@ -3,6 +3,13 @@
 No state and no I/O: every function here is pure, jittable and vmappable.
 """
 
+from jaxrl.ops.distributional import (
+    categorical_double_q_target,
+    categorical_projection,
+    categorical_q_values,
+    categorical_support,
+    categorical_td_loss,
+)
 from jaxrl.ops.exploration import epsilon_greedy
 from jaxrl.ops.losses import huber_loss, l2_loss
 from jaxrl.ops.q_learning import q_learning_td_error
@@ -11,6 +18,11 @@ from jaxrl.ops.schedules import linear_schedule
 from jaxrl.ops.targets import periodic_update, soft_update
 
 __all__ = [
+    "categorical_double_q_target",
+    "categorical_projection",
+    "categorical_q_values",
+    "categorical_support",
+    "categorical_td_loss",
     "NStepTarget",
     "epsilon_greedy",
     "huber_loss",

@@ -1,0 +1,293 @@
+"""Prioritized experience replay as pure functions over fixed-size arrays.
+
+Proportional prioritization (Schaul et al. 2016, "Prioritized Experience Replay", ICLR):
+item ``i`` is drawn with probability
+
+.. math::
+    P(i) = \\frac{p_i^\\alpha}{\\sum_k p_k^\\alpha}, \\qquad p_i = |\\delta_i| + \\epsilon,
+
+where ``delta_i`` is the item's last TD error (or any other non-negative priority, e.g.
+the distributional loss of Rainbow), ``epsilon`` keeps every valid item drawable and
+``alpha`` sets how strongly to prioritize (``alpha = 0`` is uniform). An item enters with
+the largest priority seen so far, ``p = max_priority`` (Algorithm 1, line 6), so that it is
+replayed at least once soon. The learner weights each sampled loss by the importance
+weight ``w_i = (n P(i))^{-beta} / max_j w_j`` (:func:`jaxrl.ops.prioritized.
+importance_weights`), with ``beta`` annealed towards 1 (e.g. by
+``jaxrl.ops.linear_schedule(0.4, 1.0, steps)``), and writes the new ``|delta_i|`` back with
+``update_priorities``.
+
+Knobs and their defaults: ``alpha = 0.6`` and ``beta_0 = 0.4`` are the PER paper's choice
+for the proportional variant on Atari (Schaul et al. 2016, Table 3) and machin's
+``PrioritizedBuffer`` defaults; Dopamine's and RLHive's Rainbow use ``alpha = beta = 0.5``
+(RLHive's ``PrioritizedReplayBuffer(alpha=0.5, beta=0.5)``). ``eps = 1e-6`` (machin and
+pfrl use 0.01; the paper leaves it "small").
+
+Storage
+-------
+The same as :mod:`jaxrl.buffers.replay`: every leaf of the experience pytree is one array
+``[L, N, ...]`` (``L = capacity // num_envs`` rows of ``N`` environments), a ring with
+``position`` (next row to write) and ``size`` (rows written). A sampled item is a window of
+``window`` consecutive steps of one environment, identified by its first step: the *item
+index* is ``row * N + env`` in ``[0, L N)``. A sum tree (:mod:`jaxrl.buffers.sum_tree`)
+over the ``L N`` items holds each item's weight ``p_i^alpha``.
+
+Validity
+--------
+An item ``(row, env)`` is *valid* (can be drawn) iff its whole window lies in written rows
+and does not cross the write head, exactly as in the uniform buffer: with
+``d = (position - row) mod L`` taken in ``[1, L]`` (the number of rows from ``row`` up to
+the head), iff ``window <= d <= size``. Invalid items have weight 0 in the tree, so a sample
+never crosses the write head and never reads unwritten rows. ``add`` keeps this exact:
+rows just written whose window is not complete get 0, items that became valid with the new
+rows (just written, or older ones waiting for their window to fill) get
+``max_priority^alpha``, and overwritten rows get their new value; ``update_priorities``
+ignores invalid items, so it cannot resurrect one. There are ``num_items = N max(size -
+window + 1, 0)`` valid items, the ``n`` of the importance weights.
+
+Cost
+----
+``add`` of ``T`` steps: one scatter of ``T N`` transitions plus a tree update of the
+``(T + window - 1) N`` items whose validity can change; ``sample``: one tree descent of
+``batch_size`` draws plus one gather of ``batch_size * window`` transitions;
+``update_priorities``: one tree update of ``K`` items. None depends on the capacity beyond
+the tree's depth ``ceil(log_32(L N))``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+
+from jaxrl.buffers import sum_tree
+from jaxrl.buffers.replay import ReplayState, _positive_int, make_uniform_replay
+
+Array = jax.Array
+PyTree = Any
+
+
+@flax.struct.dataclass
+class PrioritizedReplayState:
+    """State of a prioritized replay buffer; a pytree of arrays only.
+
+    Attributes:
+      storage: the ``ReplayState`` of the experience, exactly as in the uniform buffer
+        (leaves ``[L, N, ...]``, ``position``, ``size``).
+      tree: ``SumTree`` over the ``L N`` items (item ``row * N + env``); leaf = the item's
+        weight ``p^alpha``, 0 for an invalid item.
+      max_priority: float32 scalar, the largest priority ``p = |delta| + eps`` set by
+        ``update_priorities`` so far, starting at 1; items that become valid get weight
+        ``max_priority ** alpha``.
+      alpha: float32 scalar, the priority exponent. An array in the state so that a sweep
+        can vmap over it; change it with ``state.replace(alpha=...)``.
+      eps: float32 scalar, added to ``|delta|`` by ``update_priorities``; likewise.
+    """
+
+    storage: ReplayState
+    tree: sum_tree.SumTree
+    max_priority: Array
+    alpha: Array
+    eps: Array
+
+
+class PrioritizedSample(NamedTuple):
+    """A prioritized batch of windows of consecutive steps of one environment each.
+
+    Attributes:
+      experience: pytree like the stored data with leaves ``[B, window, ...]``; entry
+        ``[b, j]`` is row ``(time_index[b] + j) mod L`` of env ``env_index[b]``
+        (consecutive steps in insertion order; a window may cross an episode boundary,
+        as in the uniform buffer).
+      time_index: ``[B]`` int32, the storage row of each window's first step.
+      env_index: ``[B]`` int32, the environment of each window.
+      indices: ``[B]`` int32, the item index ``time_index * N + env_index``: pass it to
+        ``update_priorities``.
+      probabilities: ``[B]`` float32, ``P(i) = p_i^alpha / sum_k p_k^alpha``, the
+        probability of drawing each item (for :func:`jaxrl.ops.prioritized.
+        importance_weights`). Draws are stratified (one per ``1/B`` of the mass, see
+        :func:`jaxrl.buffers.sum_tree.sample`), so the batch comes out ordered by
+        item index.
+    """
+
+    experience: PyTree
+    time_index: Array
+    env_index: Array
+    indices: Array
+    probabilities: Array
+
+
+class PrioritizedReplayBuffer(NamedTuple):
+    """Pure functions of a prioritized replay buffer (see :func:`make_prioritized_replay`).
+
+    init:              ``(example: pytree of [N, ...]) -> PrioritizedReplayState``
+    add:               ``(state, batch: pytree of [T, N, ...]) -> PrioritizedReplayState``
+    sample:            ``(state, key) -> PrioritizedSample``
+    can_sample:        ``(state) -> bool scalar array``
+    update_priorities: ``(state, indices [K], priorities [K]) -> PrioritizedReplayState``
+    num_items:         ``(state) -> int32 scalar array``, the number of valid items
+    """
+
+    init: Callable[[PyTree], PrioritizedReplayState]
+    add: Callable[[PrioritizedReplayState, PyTree], PrioritizedReplayState]
+    sample: Callable[[PrioritizedReplayState, jax.Array], PrioritizedSample]
+    can_sample: Callable[[PrioritizedReplayState], Array]
+    update_priorities: Callable[[PrioritizedReplayState, Any, Any], PrioritizedReplayState]
+    num_items: Callable[[PrioritizedReplayState], Array]
+
+
+def _non_negative_float(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"{name} must be a float >= 0, got {value!r}")
+    return float(value)
+
+
+def make_prioritized_replay(
+    capacity: int,
+    num_envs: int,
+    batch_size: int,
+    window: int = 1,
+    alpha: float = 0.6,
+    eps: float = 1e-6,
+    branching: int = 8,
+) -> PrioritizedReplayBuffer:
+    """Build a prioritized replay buffer storing windows of ``window`` consecutive steps.
+
+    Args:
+      capacity: total number of transitions kept; rounded down to a multiple of
+        ``num_envs`` (``L = capacity // num_envs`` rows).
+      num_envs: ``N``, the number of environments in each added step.
+      batch_size: ``B``, the number of windows per ``sample``.
+      window: the number of consecutive steps per sampled window (``n`` for n-step
+        returns; 1 for plain one-step transitions).
+      alpha: initial priority exponent, ``>= 0`` (stored in the state, see
+        ``PrioritizedReplayState``).
+      eps: initial ``epsilon`` added to ``|delta|``, ``>= 0`` (stored in the state). With
+        ``eps = 0`` an item whose priority is set to 0 is never drawn again.
+      branching: the sum tree's branching factor (a power of two; see
+        :mod:`jaxrl.buffers.sum_tree`).
+
+    Returns:
+      A ``PrioritizedReplayBuffer``:
+
+      * ``init(example)``: as the uniform buffer's (``example`` has leaves ``[N, ...]``);
+        an all-zero tree, ``max_priority = 1``.
+      * ``add(state, batch)``: ``batch`` has leaves ``[T, N, ...]`` with a static
+        ``T <= L``; writes the rows as the uniform buffer does and sets the weights of
+        the items whose validity can change (see *Validity* in the module docstring):
+        ``max_priority ** alpha`` for valid ones, 0 for the others.
+      * ``sample(state, key)``: a ``PrioritizedSample`` of ``B`` items drawn with
+        probability ``P(i)`` (stratified) and their windows. Only meaningful when
+        ``can_sample(state)``; otherwise it returns index 0 with probability 0 and
+        stored zeros rather than failing (so it can run unconditionally under ``jit``).
+      * ``can_sample(state)``: bool scalar array, ``size >= window``.
+      * ``update_priorities(state, indices, priorities)``: ``indices`` ``[K]`` int item
+        indices (``PrioritizedSample.indices``); ``priorities`` ``[K]`` float, the *raw*
+        new priorities, typically the TD errors ``delta`` or ``|delta|`` (not
+        exponentiated, without ``eps``): the tree gets ``(|priorities| + eps) ** alpha``
+        and ``max_priority`` becomes ``max(max_priority, |priorities| + eps)`` over the
+        items written. With duplicate indices the last entry wins. Entries whose item
+        is invalid now (its window is incomplete or crosses the write head) or out of
+        range are ignored. An item overwritten by ``add`` between ``sample`` and
+        ``update_priorities`` would receive the priority of its predecessor, so call
+        it before the next ``add``, as an agent's update does.
+      * ``num_items(state)``: int32 scalar array, ``N max(size - window + 1, 0)``.
+
+    Raises:
+      ValueError: on non-positive sizes, ``capacity < num_envs * window``, negative
+        ``alpha`` or ``eps``, or a bad ``branching``.
+    """
+    uniform = make_uniform_replay(capacity, num_envs, batch_size, window)
+    alpha = _non_negative_float("alpha", alpha)
+    eps = _non_negative_float("eps", eps)
+    branching = _positive_int("branching", branching)
+    sum_tree.init(1, branching)  # validates branching
+    num_rows = capacity // num_envs
+    num_items_total = num_rows * num_envs
+
+    def init(example: PyTree) -> PrioritizedReplayState:
+        return PrioritizedReplayState(
+            storage=uniform.init(example),
+            tree=sum_tree.init(num_items_total, branching),
+            max_priority=jnp.ones((), jnp.float32),
+            alpha=jnp.asarray(alpha, jnp.float32),
+            eps=jnp.asarray(eps, jnp.float32),
+        )
+
+    def is_valid(storage: ReplayState, row: Array) -> Array:
+        distance = (storage.position - row) % num_rows
+        distance = jnp.where(distance == 0, num_rows, distance)  # rows back to the head
+        return (distance >= window) & (distance <= storage.size)
+
+    def add(state: PrioritizedReplayState, batch: PyTree) -> PrioritizedReplayState:
+        storage = uniform.add(state.storage, batch)
+        num_steps = jnp.shape(jax.tree.leaves(batch)[0])[0]
+        # Only the newest T + window - 1 rows can change validity: the T written ones and
+        # the window - 1 before them, which were behind the old head.
+        num_changed = min(num_steps + window - 1, num_rows)
+        rows = (storage.position - 1 - jnp.arange(num_changed, dtype=jnp.int32)) % num_rows
+        weight = jnp.where(is_valid(storage, rows), state.max_priority**state.alpha, 0.0)
+        items = rows[:, None] * num_envs + jnp.arange(num_envs, dtype=jnp.int32)
+        tree = sum_tree.update(
+            state.tree,
+            items.reshape(-1),
+            jnp.broadcast_to(weight[:, None], items.shape).reshape(-1),
+            assume_unique=True,
+        )
+        return state.replace(storage=storage, tree=tree)
+
+    def sample(state: PrioritizedReplayState, key: jax.Array) -> PrioritizedSample:
+        indices, weight, mass = sum_tree._sample(state.tree, key, batch_size)
+        probabilities = jnp.where(mass > 0, weight / jnp.where(mass > 0, mass, 1.0), 0.0)
+        time_index, env_index = indices // num_envs, indices % num_envs
+        rows = (time_index[:, None] + jnp.arange(window, dtype=jnp.int32)) % num_rows
+        experience = jax.tree.map(lambda x: x[rows, env_index[:, None]], state.storage.data)
+        return PrioritizedSample(
+            experience=experience,
+            time_index=time_index,
+            env_index=env_index,
+            indices=indices,
+            probabilities=probabilities,
+        )
+
+    def can_sample(state: PrioritizedReplayState) -> Array:
+        return uniform.can_sample(state.storage)
+
+    def update_priorities(
+        state: PrioritizedReplayState, indices: Any, priorities: Any
+    ) -> PrioritizedReplayState:
+        indices = jnp.asarray(indices, jnp.int32).reshape(-1)
+        priorities = jnp.asarray(priorities, jnp.float32).reshape(-1)
+        if indices.shape != priorities.shape:
+            raise ValueError(
+                f"update_priorities expects indices and priorities of the same shape [K], "
+                f"got {indices.shape} and {priorities.shape}"
+            )
+        valid = (
+            (indices >= 0)
+            & (indices < num_items_total)
+            & is_valid(state.storage, indices // num_envs)
+        )
+        priority = jnp.abs(priorities) + state.eps
+        # Resolve duplicates once, here, so that max_priority sees only the writes kept.
+        indices, priority = sum_tree.deduplicate(
+            jnp.where(valid, indices, -1), priority, num_items_total
+        )
+        kept = indices >= 0
+        tree = sum_tree.update(state.tree, indices, priority**state.alpha, assume_unique=True)
+        max_priority = jnp.maximum(state.max_priority, jnp.max(jnp.where(kept, priority, 0.0)))
+        return state.replace(tree=tree, max_priority=max_priority)
+
+    def num_items(state: PrioritizedReplayState) -> Array:
+        return (jnp.maximum(state.storage.size - window + 1, 0) * num_envs).astype(jnp.int32)
+
+    return PrioritizedReplayBuffer(
+        init=init,
+        add=add,
+        sample=sample,
+        can_sample=can_sample,
+        update_priorities=update_priorities,
+        num_items=num_items,
+    )
