@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import io
 import math
+import os
 import platform
 import tempfile
 import time
@@ -31,15 +32,16 @@ from jaxrl.experiment.run import run_experiment
 from jaxrl.runners import RunConfig, make_train
 
 
-def per_seed(seeds: int) -> Table:
-    table = Table(title="DQN CartPole-v1, host driver (python -m jaxrl.train), stop at 475")
+def per_seed(seeds: int, agent: str = "dqn") -> Table:
+    title = f"{agent} CartPole-v1, host driver (python -m jaxrl.train), stop at 475"
+    table = Table(title=title)
     for column in ("seed", "compile s", "run s", "env steps/s", "steps to 475", "wall s to 475",
                    "final eval"):  # fmt: skip
         table.add_column(column, justify="right")
     solved_times = []
     with tempfile.TemporaryDirectory() as logdir:
         for seed in range(seeds):
-            cfg = resolve(agent="dqn", env="CartPole", seed=seed)
+            cfg = resolve(agent=agent, env="CartPole", seed=seed)
             s = run_experiment(cfg, logdir, console=Console(file=io.StringIO()))
             solved = s.first_solved_time
             solved_times.append(solved if solved is not None else math.nan)
@@ -60,14 +62,14 @@ def per_seed(seeds: int) -> Table:
     return table
 
 
-def fused_vmap(seeds: int) -> Table:
-    cfg = resolve(agent="dqn", env="CartPole")
+def fused_vmap(seeds: int, agent: str = "dqn") -> Table:
+    cfg = resolve(agent=agent, env="CartPole")
     run = RunConfig(**(cfg["run"] | {"stop_return": None}))
     env = envs.make(cfg["env"]["name"], num_envs=cfg["env"]["num_envs"], **env_kwargs(cfg))
     eval_env = envs.make(cfg["env"]["name"], num_envs=run.eval_episodes, **env_kwargs(cfg))
     options = {k: v for k, v in cfg["agent"].items() if k != "name"}
-    agent = agents.make("dqn", env.spec, **options)
-    train = jax.jit(jax.vmap(make_train(agent, env, run, eval_env)))
+    train = make_train(agents.make(agent, env.spec, **options), env, run, eval_env)
+    train = jax.jit(jax.vmap(train))
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
     start = time.perf_counter()
     compiled = train.lower(keys).compile()
@@ -77,7 +79,9 @@ def fused_vmap(seeds: int) -> Table:
     run_time = time.perf_counter() - start
     steps = np.asarray(metrics["step"])[0]
     evals = np.asarray(metrics["eval_return"])
-    table = Table(title=f"DQN CartPole-v1, {seeds} seeds in one jit(vmap(train)), no early stop")
+    table = Table(
+        title=f"{agent} CartPole-v1, {seeds} seeds in one jit(vmap(train)), no early stop"
+    )
     for column in ("seeds", "env steps each", "compile s", "run s", "env steps/s (all seeds)",
                    "steps to first eval >= 475 per seed"):  # fmt: skip
         table.add_column(column, justify="right")
@@ -132,16 +136,20 @@ def same_hyperparameters_as_purejaxrl(seeds: int) -> Table:
     return table
 
 
+def machine_line() -> str:
+    return (
+        f"jax {jax.__version__} on {jax.devices()[0].platform}, "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"{time.strftime('%Y-%m-%d')}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
     console = Console(width=140)
-    console.print(
-        f"jax {jax.__version__} on {jax.devices()[0].platform}, "
-        f"{platform.processor() or platform.machine()}, "
-        f"{__import__('os').cpu_count()} cores, {time.strftime('%Y-%m-%d')}"
-    )
+    console.print(machine_line())
     console.print(per_seed(args.seeds))
     console.print(fused_vmap(args.seeds))
     console.print(same_hyperparameters_as_purejaxrl(args.seeds))

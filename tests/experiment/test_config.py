@@ -90,3 +90,12 @@ def test_malformed_config_files(tmp_path):
 def test_parse_override(text, value):
     got = config.parse_override(text)
     assert got == value and type(got) is type(value)
+
+
+@pytest.mark.parametrize("name", sorted(config.presets()))
+def test_every_preset_is_valid(name):
+    cfg = config.resolve(config_file=str(config.presets()[name]))
+    preset = config.load_yaml(config.presets()[name])
+    for section in ("agent", "run"):
+        for key, value in preset[section].items():
+            assert cfg[section][key] == value, (section, key)
