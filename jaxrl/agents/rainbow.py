@@ -32,6 +32,7 @@ from jaxrl.networks import (
     CategoricalHead,
     DuelingCategoricalHead,
     DuelingHead,
+    NatureCNN,
     QHead,
     QNetwork,
 )
@@ -71,7 +72,8 @@ class RainbowConfig:
       prioritized: prioritized replay, with priority exponent ``alpha`` (0.5), importance
         exponent annealed linearly from ``beta_start`` (0.4) to 1 over
         ``beta_decay_steps`` env steps, and ``priority_eps`` added to |TD error|.
-      hidden_sizes: MLP torso widths (for vector observations).
+      hidden_sizes: widths of the dense layers of the torso: an MLP for vector
+        observations, after the Nature DQN convolutions for images ``[H, W, C]`` (512).
       loss: TD loss when not distributional: ``"huber"`` or ``"mse"``.
       lr, adam_eps: Adam (6.25e-5, 1.5e-4).
       gamma: discount (0.99).
@@ -170,7 +172,11 @@ def make_network(spec: EnvSpec, cfg: RainbowConfig) -> QNetwork:
         head = head_cls(n, cfg.num_atoms, **noise)
     else:
         head = (DuelingHead if cfg.dueling else QHead)(n, **noise)
-    return QNetwork(torso=MLP(cfg.hidden_sizes, obs_ndim=len(spec.obs_shape)), head=head)
+    if len(spec.obs_shape) == 3:  # images [H, W, C]: the Nature DQN torso
+        torso = NatureCNN(cfg.hidden_sizes)
+    else:
+        torso = MLP(cfg.hidden_sizes, obs_ndim=len(spec.obs_shape))
+    return QNetwork(torso=torso, head=head)
 
 
 def make_agent(spec: EnvSpec, cfg: RainbowConfig, name: str = "rainbow") -> Agent:

@@ -41,6 +41,31 @@ class MLP(nn.Module):
         return x
 
 
+class NatureCNN(nn.Module):
+    """The convolutional torso of Mnih et al. 2015 ("Nature DQN"), then dense layers.
+
+    ``[..., H, W, C]`` (uint8 frames are divided by 255) through Conv(32, 8x8, stride 4),
+    Conv(64, 4x4, stride 2), Conv(64, 3x3, stride 1), each VALID-padded with ReLU,
+    flattened, then ``Dense(size)`` + ReLU for each of ``hidden_sizes`` (512 in the paper).
+    Output ``[..., hidden_sizes[-1]]`` float32 (or the flattened conv features if empty).
+    """
+
+    hidden_sizes: Sequence[int] = (512,)
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        x = obs.astype(jnp.float32)
+        if jnp.issubdtype(obs.dtype, jnp.integer):
+            x = x / 255.0
+        for features, kernel, stride in ((32, 8, 4), (64, 4, 2), (64, 3, 1)):
+            conv = nn.Conv(features, (kernel, kernel), (stride, stride), padding="VALID")
+            x = nn.relu(conv(x))
+        x = x.reshape(x.shape[:-3] + (-1,))
+        for size in self.hidden_sizes:
+            x = nn.relu(nn.Dense(size)(x))
+        return x
+
+
 def _accepts_deterministic(module: nn.Module) -> bool:
     return "deterministic" in inspect.signature(module.__call__).parameters
 

@@ -2,7 +2,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl.networks import MLP, DuelingHead, QHead, QNetwork
+from jaxrl.networks import MLP, DuelingHead, NatureCNN, QHead, QNetwork
 
 
 def dense(p, x):
@@ -37,3 +37,31 @@ def test_q_network_shapes():
     net = QNetwork(torso=MLP((16,)), head=QHead(3))
     params = net.init(jax.random.PRNGKey(0), jnp.zeros((1, 4)))
     assert net.apply(params, jnp.zeros((7, 4))).shape == (7, 3)
+
+
+def conv_valid(x, kernel, bias, stride):
+    """Slow NumPy VALID convolution: x [H, W, C], kernel [k, k, C, F]."""
+    k = kernel.shape[0]
+    h = (x.shape[0] - k) // stride + 1
+    w = (x.shape[1] - k) // stride + 1
+    out = np.zeros((h, w, kernel.shape[3]), np.float64)
+    for i in range(h):
+        for j in range(w):
+            patch = x[i * stride : i * stride + k, j * stride : j * stride + k]
+            out[i, j] = np.tensordot(patch, kernel, axes=3) + bias
+    return out
+
+
+def test_nature_cnn_matches_numpy():
+    net = NatureCNN(hidden_sizes=(6,))
+    obs = np.random.default_rng(0).integers(0, 256, size=(2, 36, 36, 4), dtype=np.uint8)
+    params = net.init(jax.random.PRNGKey(0), obs)["params"]
+    got = np.asarray(net.apply({"params": params}, obs))
+    for b in range(2):
+        x = obs[b].astype(np.float64) / 255.0
+        for i, stride in enumerate((4, 2, 1)):
+            p = params[f"Conv_{i}"]
+            x = np.maximum(conv_valid(x, np.asarray(p["kernel"]), np.asarray(p["bias"]), stride), 0)
+        assert x.shape == (1, 1, 64)  # 36 -> 8 -> 3 -> 1
+        want = np.maximum(dense(params["Dense_0"], x.reshape(-1)), 0)
+        np.testing.assert_allclose(got[b], want, rtol=1e-4, atol=1e-5)
