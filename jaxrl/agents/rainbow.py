@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxrl.buffers.compact import make_compact_replay
 from jaxrl.buffers.prioritized import make_prioritized_replay
 from jaxrl.buffers.replay import make_uniform_replay
 from jaxrl.networks import (
@@ -72,6 +73,12 @@ class RainbowConfig:
       prioritized: prioritized replay, with priority exponent ``alpha`` (0.5), importance
         exponent annealed linearly from ``beta_start`` (0.4) to 1 over
         ``beta_decay_steps`` env steps, and ``priority_eps`` added to |TD error|.
+      storage: replay layout. ``"full"`` stores every transition with its next observation
+        (``buffers/replay.py``, ``buffers/prioritized.py``); ``"compact"`` stores each frame
+        once and rebuilds frame stacks and n-step windows at sample time
+        (``buffers/compact.py``; windows that would need a truncated episode's final
+        observation are never sampled); ``"auto"`` picks compact for stacked uint8 image
+        observations ``[H, W, stack]`` and full otherwise.
       hidden_sizes: widths of the dense layers of the torso: an MLP for vector
         observations, after the Nature DQN convolutions for images ``[H, W, C]`` (512).
       loss: TD loss when not distributional: ``"huber"`` or ``"mse"``.
@@ -104,6 +111,7 @@ class RainbowConfig:
     beta_start: float = 0.4
     beta_decay_steps: int = 12_500_000
     priority_eps: float = 1e-6
+    storage: Literal["auto", "full", "compact"] = "auto"
     hidden_sizes: tuple[int, ...] = (512,)
     loss: Literal["huber", "mse"] = "huber"
     lr: float = 6.25e-5
@@ -189,7 +197,21 @@ def make_agent(spec: EnvSpec, cfg: RainbowConfig, name: str = "rainbow") -> Agen
     network = make_network(spec, cfg)
     clip = [optax.clip_by_global_norm(cfg.max_grad_norm)] if cfg.max_grad_norm else []
     optimizer = optax.chain(*clip, optax.scale_by_adam(eps=cfg.adam_eps))
-    if cfg.prioritized:
+    image_obs = len(spec.obs_shape) == 3 and spec.obs_dtype == "uint8"
+    if cfg.storage == "compact" or (cfg.storage == "auto" and image_obs):
+        buffer = make_compact_replay(
+            cfg.buffer_size,
+            spec.num_envs,
+            cfg.batch_size,
+            spec.obs_shape,
+            spec.obs_dtype,
+            window=cfg.n_step,
+            stack=spec.obs_shape[-1] if image_obs else 0,
+            mode="prioritized" if cfg.prioritized else "uniform",
+            alpha=cfg.alpha,
+            eps=cfg.priority_eps,
+        )
+    elif cfg.prioritized:
         buffer = make_prioritized_replay(
             cfg.buffer_size,
             spec.num_envs,

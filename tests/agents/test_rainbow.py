@@ -163,3 +163,41 @@ def test_noisy_acting_explores_and_evaluates_with_mean_weights():
     explored = [np.asarray(act(state, obs, jax.random.PRNGKey(k), True)[0]) for k in range(3)]
     assert all((e != greedy).any() for e in explored)  # parameter noise changes choices
     assert dataclasses.asdict(RainbowConfig())["sigma0"] == 0.5
+
+
+@pytest.mark.parametrize("prioritized", [False, True])
+def test_image_observations_use_compact_storage_and_the_nature_cnn(prioritized):
+    from jaxrl.types import Discrete, EnvSpec
+
+    image = EnvSpec(
+        "Frames-v0", (36, 36, 4), "uint8", Discrete(3), num_envs=2, max_episode_steps=100
+    )
+    options = TINY | OFF | dict(prioritized=prioritized, n_step=2, buffer_size=32, batch_size=4)
+    agent = agents.make("rainbow", image, **options)
+    state = agent.init(jax.random.PRNGKey(0))
+    assert state.buffer.frames.shape == (16, 2, 36, 36)  # one frame per step, not the stack
+    assert "Conv_0" in state.params["params"]["torso"]
+    rng = np.random.default_rng(0)
+
+    def frames(t):
+        obs = rng.integers(0, 256, size=(t, 2, 36, 36, 4), dtype=np.uint8)
+        return Transition(
+            obs=jnp.asarray(obs),
+            action=jnp.asarray(rng.integers(0, 3, size=(t, 2)), jnp.int32),
+            reward=jnp.ones((t, 2), jnp.float32),
+            next_obs=jnp.asarray(obs),
+            terminated=jnp.zeros((t, 2), bool),
+            truncated=jnp.zeros((t, 2), bool),
+            extras={},
+        )
+
+    update = jax.jit(agent.update)
+    new_state, _ = update(state, frames(4), jax.random.PRNGKey(1))
+    new_state, metrics = update(new_state, frames(4), jax.random.PRNGKey(2))
+    assert np.isfinite(float(metrics["loss"])) and changed(new_state.params, state.params)
+    assert (
+        agents.make("rainbow", image, **options, storage="full")
+        .init(jax.random.PRNGKey(0))
+        .buffer.__class__.__name__
+        != state.buffer.__class__.__name__
+    )

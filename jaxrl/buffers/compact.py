@@ -1,0 +1,634 @@
+"""Compact replay for (stacked) image observations: each frame is stored once.
+
+An Atari agent sees a stack of the last ``S`` frames (``S = 4``) and learns from
+n-step transitions ``(s_t, a_t, r_t .. r_{t+n-1}, s_{t+n})``. Storing every transition's
+stacked ``obs`` and ``next_obs`` keeps each frame ``2 S`` times; this buffer keeps it
+once, like Dopamine's ``OutOfGraphReplayBuffer`` and RLHive's ``CircularReplayBuffer``,
+and assembles stacks and n-step windows when it samples. As pure functions over a
+pytree of fixed-size arrays it lives inside an agent's state and works under
+``jax.jit``, ``jax.lax.scan`` and ``jax.vmap`` (one buffer per seed of a sweep).
+
+Memory layout
+-------------
+As in :mod:`jaxrl.buffers.replay`, storage is time-major per environment: with
+``L = capacity // num_envs`` rows, row ``i`` holds one step of all ``N`` environments,
+rows form a ring, ``position`` is the next row to write and ``size`` the number written
+(``<= L``); the oldest row is ``(position - size) mod L``. Per row and env it stores
+
+* ``frames``: the newest frame of the observation, its last entry along ``stack_axis``
+  (``obs[..., -1]``, so ``[L, N, H, W]`` for ``[H, W, S]`` observations), or the whole
+  observation when ``stack = 0``;
+* ``action``, ``reward`` (float32), ``terminated`` and ``truncated`` (bool, kept apart);
+* each declared extra (``extras={"name": (shape, dtype)}``, as RLHive's
+  ``extra_storage_types``), taken from ``Transition.extras`` of the added rollout;
+* a sum tree (:mod:`jaxrl.buffers.sum_tree`) over the ``L N`` items ``row * N + env``
+  holding the sampling weight of every item: positive iff the item is valid (see
+  *Validity*), 0 otherwise. The tree is the only record of validity.
+
+``next_obs`` is not stored: the next observation of row ``i`` is row ``i + 1``. A
+1,000,000-transition Atari buffer (84x84 uint8 frames, S = 4, any ``N``) takes
+7,071,129,304 bytes (~7.07 GB), of which 7.056 GB are frames and 4.1 MB the tree;
+storing stacked ``obs`` and ``next_obs`` per transition takes ~56.4 GB.
+
+Frame stacks
+------------
+The observation of row ``t`` is rebuilt from the frames of rows ``t-S+1 .. t`` (newest
+last along ``stack_axis``). A row whose step ended an episode (``terminated`` or
+``truncated``) is followed by the first row of the next episode, so frames from rows
+before the start of ``t``'s episode are replaced: by zeros (``stack_padding="zero"``,
+as Dopamine and Stable-Baselines3's ``VecFrameStack``) or by the episode's first frame
+(``stack_padding="repeat"``, as envpool, ale-py's vector env and gymnasium's
+``FrameStackObservation``). Pick the one the environment uses, so that the rebuilt
+stack equals the observation the agent acted on. The ``next_obs`` of a step that ended
+an episode is all zeros: its true final observation is not stored (see *Validity*).
+
+Validity
+--------
+The item ``(t, e)`` (storage row ``t``, env ``e``) is the start of an n-step window of
+rows ``t .. t+n-1`` (``n = window``). It is *valid*, i.e. sampleable, iff
+
+1. **stored, behind the head**: rows ``t .. t+n`` (the window and the row after it, the
+   bootstrap observation) are all written rows, in order from the oldest row to
+   ``position - 1``; so a window never crosses the write head, and the newest ``n``
+   rows are not sampleable until more rows arrive;
+2. **no missing final observation**: walking ``k = 0 .. n-1``, the first row ``t+k``
+   that ended an episode, if any, is not a truncation. After a *termination* the window
+   is cut there (no bootstrap; later rows are ignored by
+   :func:`jaxrl.ops.n_step_bootstrap`). After a *truncation* the target would
+   bootstrap from the true last observation, which is not stored (the next row holds
+   the next episode's first observation), so such a start is **invalid** and never
+   sampled; like Dopamine, which never samples a transition whose next state is not in
+   the buffer. The last ``n`` steps before each time limit are thus excluded; every
+   sampled target is correct. (A step with both flags set counts as terminated.)
+3. **stack stored**: every earlier row whose frame the stack of ``t`` uses (rows
+   ``t-1, t-2, .. t-S+1`` back to the start of ``t``'s episode) is a stored row. The
+   flags of rows older than the oldest stored row are unknown (their slots hold newer
+   data, or nothing yet), so the start of ``t``'s episode must be *seen*: ``t`` is at
+   least ``S - 1`` rows after the oldest row, or one of the stored rows
+   ``oldest .. t-1`` ended an episode. Hence the first ``S - 1`` rows ever written, and
+   after wrap-around the ``S - 1`` oldest rows unless an episode starts within them,
+   are not sampleable (conservative: the very first row is usually a reset, but the
+   buffer cannot know). Stacks of later steps of the window use a subset of these rows.
+
+So for every sampled window, ``obs`` and ``next_obs`` are true states until the first
+episode end, and ``next_obs[bootstrap_index]`` of :func:`jaxrl.ops.n_step_bootstrap` is
+the true state to bootstrap from (or irrelevant after a termination).
+
+Sampling weights
+----------------
+``mode="uniform"``: every valid item has weight 1. ``mode="prioritized"`` (Schaul et al.
+2016, "Prioritized Experience Replay", ICLR): weights are ``p^alpha``; an item that
+becomes valid with new data gets the running maximum priority ``max_p^alpha``
+(``max_p`` starts at 1), and ``update_priorities`` sets ``(|p| + eps)^alpha`` on
+items that are still valid, never on invalid ones. Invalid items always weigh 0; a valid
+item weighs at least the smallest normal float32 (~1.2e-38, so that "weight > 0" still
+means "valid" when ``eps = 0`` and a priority is 0: such an item is practically never
+drawn, but stays in the count of valid items).
+
+Cost
+----
+``add`` of ``T`` rows writes ``T N`` entries and re-evaluates validity for the
+``K = min(T + n + S - 1, L)`` rows ``position - n .. position + T + S - 2`` (the new
+rows, the ``n`` rows before the head whose windows may have completed, and the ``S - 1``
+rows after it, the new oldest rows, whose stacks may now reach overwritten rows): ``K N``
+items, ``O(K N (n + S))`` flags read and ``O(K N log(L N))`` tree work. ``sample`` draws
+``B`` leaves (``O(B log(L N))``) and gathers ``B (n + S)`` frames. Nothing is
+``O(capacity)``: inside ``jit``/``scan`` (or with the state donated) every write is in
+place; a test checks that the compiled ``add`` and ``update_priorities`` copy no
+capacity-sized array.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl.buffers import sum_tree
+from jaxrl.types import Transition
+
+Array = jax.Array
+
+_MODES = ("uniform", "prioritized")
+_PADDINGS = ("zero", "repeat")
+# The least weight of a valid item, so that "weight > 0" is "valid" even at priority 0.
+_MIN_WEIGHT = float(np.finfo(np.float32).tiny)
+
+
+@flax.struct.dataclass
+class CompactReplayState:
+    """State of a compact replay buffer; a pytree of arrays only.
+
+    Attributes:
+      frames: ``[L, N, *frame_shape]``, the newest frame of each stored observation
+        (``frame_shape`` is ``obs_shape`` without the stack axis), or ``[L, N,
+        *obs_shape]`` when ``stack = 0``.
+      action: ``[L, N, *action_shape]``.
+      reward: ``[L, N]`` float32.
+      terminated: ``[L, N]`` bool.
+      truncated: ``[L, N]`` bool.
+      extras: dict name -> ``[L, N, *shape]`` of the declared extras.
+      tree: ``SumTree`` over the ``L * N`` items ``row * N + env``; leaf = sampling
+        weight, positive iff the item is valid.
+      position: int32 scalar, the next row to write, in ``[0, L)``.
+      size: int32 scalar, the number of rows written, capped at ``L``.
+      num_items: int32 scalar, the number of valid items (leaves > 0).
+      max_priority: float32 scalar, the largest priority ``|p| + eps`` set so far
+        (starts at 1); new items get weight ``max_priority ** alpha``.
+      alpha: float32 scalar, the priority exponent (prioritized mode); an array so that
+        a sweep can vmap over it.
+      eps: float32 scalar, added to ``|p|`` in :func:`update_priorities`.
+    """
+
+    frames: Array
+    action: Array
+    reward: Array
+    terminated: Array
+    truncated: Array
+    extras: dict[str, Array]
+    tree: sum_tree.SumTree
+    position: Array
+    size: Array
+    num_items: Array
+    max_priority: Array
+    alpha: Array
+    eps: Array
+
+
+class CompactSample(NamedTuple):
+    """A batch of n-step windows, one env each.
+
+    Attributes:
+      experience: ``Transition`` with leaves ``[B, window, ...]``; entry ``[b, j]`` is the
+        step of storage row ``(time_index[b] + j) mod L`` of env ``env_index[b]`` (see
+        :func:`make_compact_replay`, ``gather``).
+      time_index: ``[B]`` int32, the storage row of each window's first step.
+      env_index: ``[B]`` int32, the env of each window.
+      indices: ``[B]`` int32, the item ``time_index * N + env_index`` (for
+        ``update_priorities``).
+      probabilities: ``[B]`` float32, the probability with which each item was drawn
+        (weight / total weight; ``1 / num_items`` in uniform mode), for importance
+        weights ``(num_items * probabilities) ** -beta``.
+    """
+
+    experience: Transition
+    time_index: Array
+    env_index: Array
+    indices: Array
+    probabilities: Array
+
+
+class CompactReplayBuffer(NamedTuple):
+    """Pure functions of a compact replay buffer (see :func:`make_compact_replay`).
+
+    init:              ``(example=None) -> CompactReplayState``
+    add:               ``(state, rollout: Transition [T, N, ...]) -> CompactReplayState``
+    sample:            ``(state, key) -> CompactSample``
+    can_sample:        ``(state) -> bool scalar array``
+    update_priorities: ``(state, indices [K], priorities [K]) -> CompactReplayState``
+    num_items:         ``(state) -> int32 scalar array``
+    gather:            ``(state, time_index [B], env_index [B]) -> Transition [B, window]``
+    """
+
+    init: Callable[..., CompactReplayState]
+    add: Callable[[CompactReplayState, Transition], CompactReplayState]
+    sample: Callable[[CompactReplayState, jax.Array], CompactSample]
+    can_sample: Callable[[CompactReplayState], Array]
+    update_priorities: Callable[[CompactReplayState, Any, Any], CompactReplayState]
+    num_items: Callable[[CompactReplayState], Array]
+    gather: Callable[[CompactReplayState, Any, Any], Transition]
+
+
+def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _shape(name: str, value: Any) -> tuple[int, ...]:
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        value = (value,)
+    if not isinstance(value, tuple | list) or not all(
+        isinstance(d, int | np.integer) and not isinstance(d, bool) and d >= 0 for d in value
+    ):
+        raise ValueError(f"{name} must be a tuple of non-negative ints, got {value!r}")
+    return tuple(int(d) for d in value)
+
+
+def _dtype(name: str, value: Any) -> np.dtype:
+    try:
+        return np.dtype(value)
+    except TypeError as err:
+        raise ValueError(f"{name} must be a dtype, got {value!r}") from err
+
+
+def _parse_extras(extras: Mapping[str, Any] | None) -> dict[str, tuple[tuple[int, ...], Any]]:
+    """``{name: (shape, dtype)}``; RLHive's order ``(dtype, shape)`` is accepted too."""
+    if extras is None:
+        return {}
+    if not isinstance(extras, Mapping):
+        raise ValueError(f"extras must be a dict name -> (shape, dtype), got {extras!r}")
+    out = {}
+    for name, spec in extras.items():
+        if not isinstance(name, str) or not isinstance(spec, tuple | list) or len(spec) != 2:
+            raise ValueError(
+                f"extras must map a str name to (shape, dtype), got {name!r}: {spec!r}"
+            )
+        first, second = spec
+        if isinstance(first, tuple | list | int) and not isinstance(first, bool):
+            shape, dtype = first, second
+        else:  # RLHive's extra_storage_types order: (dtype, shape)
+            dtype, shape = first, second
+        out[name] = (_shape(f"shape of extra {name!r}", shape), _dtype(f"extra {name!r}", dtype))
+    return out
+
+
+def make_compact_replay(
+    capacity: int,
+    num_envs: int,
+    batch_size: int,
+    obs_shape: tuple[int, ...],
+    obs_dtype: Any = "uint8",
+    window: int = 1,
+    stack: int = 4,
+    extras: Mapping[str, Any] | None = None,
+    mode: str = "uniform",
+    alpha: float = 0.6,
+    eps: float = 1e-6,
+    *,
+    action_shape: tuple[int, ...] = (),
+    action_dtype: Any = "int32",
+    stack_axis: int = -1,
+    stack_padding: str = "zero",
+    branching: int = 32,
+) -> CompactReplayBuffer:
+    """Build a compact replay buffer of ``window``-step windows (see the module docstring).
+
+    Args:
+      capacity: number of transitions kept, rounded down to a multiple of ``num_envs``
+        (``L = capacity // num_envs`` rows); ``L >= window + max(stack, 1)``.
+      num_envs: ``N``, the number of environments in each added step.
+      batch_size: ``B``, the number of windows per ``sample``.
+      obs_shape: the shape of one environment's observation as the env emits it, e.g.
+        ``(84, 84, 4)``; with ``stack >= 1`` its ``stack_axis`` has length ``stack``.
+      obs_dtype: dtype of stored observations (``uint8`` for Atari frames).
+      window: ``n``, the number of consecutive steps per sampled window (n-step returns;
+        1 for one-step transitions).
+      stack: ``S``, the number of frames stacked along ``stack_axis`` of the observation,
+        newest last; only the newest frame of each step is stored. ``0``: observations
+        are not stacked and are stored whole (e.g. vector observations).
+      extras: ``{name: (shape, dtype)}`` of extra per-step fields to store (as RLHive's
+        ``extra_storage_types``; its ``(dtype, shape)`` order is accepted too), read from
+        ``rollout.extras[name]`` in ``add`` and returned in ``experience.extras``.
+        Undeclared keys of ``rollout.extras`` are ignored.
+      mode: ``"uniform"`` or ``"prioritized"``.
+      alpha: priority exponent (prioritized mode), stored in the state as ``alpha``.
+      eps: added to ``|priority|`` in ``update_priorities``, stored as ``eps``.
+      action_shape: shape of one env's action (``()`` for discrete actions).
+      action_dtype: dtype of stored actions.
+      stack_axis: the axis of ``obs_shape`` along which frames are stacked; ``-1``
+        (channel-last, ``[H, W, S]``) or e.g. ``0`` (channel-first, ``[S, H, W]``).
+      stack_padding: what the stack holds before an episode's first frame: ``"zero"``
+        (zeros, Dopamine) or ``"repeat"`` (the first frame repeated, envpool/gymnasium).
+      branching: the sum tree's branching factor, a power of two ``>= 2`` (see
+        :mod:`jaxrl.buffers.sum_tree`).
+
+    Returns:
+      A ``CompactReplayBuffer`` of pure functions:
+
+      * ``init(example=None)``: allocates zeroed storage, an all-zero tree, ``position =
+        size = num_items = 0``, ``max_priority = 1``. ``example`` (a ``Transition`` of one
+        step, leaves ``[N, ...]``, arrays or ``ShapeDtypeStruct``s) is optional; if given,
+        its ``obs`` and ``action`` shapes are checked against the declared ones.
+      * ``add(state, rollout)``: ``rollout`` is a ``Transition`` with leaves ``[T, N,
+        ...]``, static ``1 <= T <= L``; stores ``obs`` (its newest frame), ``action``,
+        ``reward``, ``terminated``, ``truncated`` and the declared extras at rows
+        ``(position + t) mod L`` (cast to the stored dtypes), ignores ``next_obs``,
+        advances ``position``/``size`` as :func:`jaxrl.buffers.replay.make_uniform_replay`
+        does, and re-evaluates validity and weights of the affected items only. Rows
+        must be added in the order the environment produced them.
+      * ``sample(state, key)``: ``B`` items drawn with probability proportional to their
+        weight (stratified, :func:`jaxrl.buffers.sum_tree.sample`), gathered as below.
+        Only meaningful when ``can_sample(state)``; otherwise it returns zeros/garbage
+        rather than failing.
+      * ``can_sample(state)``: ``num_items(state) > 0``.
+      * ``update_priorities(state, indices, priorities)``: prioritized mode: weight
+        ``(|p| + eps) ** alpha`` for the items ``indices`` (``[K]``, as in
+        ``CompactSample.indices``) that are valid now; invalid items keep weight 0; with
+        duplicates the last one wins; ``max_priority`` grows to the largest ``|p| + eps``
+        applied. Uniform mode: returns ``state`` unchanged. Call it before the next
+        ``add`` (which may overwrite the sampled items).
+      * ``num_items(state)``: int32, the number of valid items.
+      * ``gather(state, time_index, env_index)``: ``Transition`` with leaves ``[B, n,
+        ...]``; for ``j < n``, entry ``j`` is the step stored at row ``r_j = (t + j) mod
+        L``: ``obs`` is the stack of rows ``r_j - S + 1 .. r_j`` (padded before the
+        episode start), ``action``, ``reward``, ``terminated``, ``truncated``, ``extras``
+        are stored values, and ``next_obs`` is the stack of rows ``r_j - S + 2 ..
+        r_j + 1`` (padded before that row's episode start), except that it is all zeros
+        when step ``j`` ended an episode (the true final observation is not stored).
+        Steps after an episode end within the window belong to the next episode (cut
+        them with the flags, e.g. :func:`jaxrl.ops.n_step_bootstrap`). Meaningful for
+        valid items; for others it returns whatever the slots hold.
+
+    Raises:
+      ValueError: on bad arguments (one line naming the argument); from ``init``/``add``
+        at trace time on shapes that do not match the declared ones.
+    """
+    capacity = _positive_int("capacity", capacity)
+    num_envs = _positive_int("num_envs", num_envs)
+    batch_size = _positive_int("batch_size", batch_size)
+    window = _positive_int("window", window)
+    stack = _positive_int("stack", stack, minimum=0)
+    obs_shape = _shape("obs_shape", obs_shape)
+    obs_dtype = _dtype("obs_dtype", obs_dtype)
+    action_shape = _shape("action_shape", action_shape)
+    action_dtype = _dtype("action_dtype", action_dtype)
+    extra_specs = _parse_extras(extras)
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
+    if stack_padding not in _PADDINGS:
+        raise ValueError(f"stack_padding must be one of {_PADDINGS}, got {stack_padding!r}")
+    for name, value in (("alpha", alpha), ("eps", eps)):
+        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be a float >= 0, got {value!r}")
+    if (
+        isinstance(branching, bool)
+        or not isinstance(branching, int)
+        or branching < 2
+        or (branching & (branching - 1))
+    ):
+        raise ValueError(f"branching must be a power of two >= 2, got {branching!r}")
+    if stack >= 1:
+        if not isinstance(stack_axis, int) or not -len(obs_shape) <= stack_axis < len(obs_shape):
+            raise ValueError(
+                f"stack_axis must be an axis of obs_shape {obs_shape}, got {stack_axis!r}"
+            )
+        axis = stack_axis % len(obs_shape)
+        if obs_shape[axis] != stack:
+            raise ValueError(
+                f"obs_shape {obs_shape} must have length stack={stack} along stack_axis="
+                f"{stack_axis} (use stack=0 for observations that are not stacked)"
+            )
+        frame_shape = obs_shape[:axis] + obs_shape[axis + 1 :]
+    else:
+        axis = 0
+        frame_shape = obs_shape
+    S = max(stack, 1)  # rows per observation
+    n = window
+    N = num_envs
+    L = capacity // num_envs
+    if L < n + S:
+        raise ValueError(
+            f"capacity // num_envs = {L} rows must be >= window + max(stack, 1) = {n + S} "
+            f"(capacity {capacity}, num_envs {num_envs})"
+        )
+    num_items_total = L * N
+    prioritized = mode == "prioritized"
+
+    # ------------------------------------------------------------------ init
+
+    def init(example: Transition | None = None) -> CompactReplayState:
+        if example is not None:
+            for name, want in (("obs", obs_shape), ("action", action_shape)):
+                got = tuple(getattr(example, name).shape)
+                if got != (N, *want):
+                    raise ValueError(
+                        f"init: example.{name} must have shape {(N, *want)}, got {got}"
+                    )
+        return CompactReplayState(
+            frames=jnp.zeros((L, N, *frame_shape), obs_dtype),
+            action=jnp.zeros((L, N, *action_shape), action_dtype),
+            reward=jnp.zeros((L, N), jnp.float32),
+            terminated=jnp.zeros((L, N), bool),
+            truncated=jnp.zeros((L, N), bool),
+            extras={k: jnp.zeros((L, N, *s), d) for k, (s, d) in extra_specs.items()},
+            tree=sum_tree.init(num_items_total, branching),
+            position=jnp.zeros((), jnp.int32),
+            size=jnp.zeros((), jnp.int32),
+            num_items=jnp.zeros((), jnp.int32),
+            max_priority=jnp.ones((), jnp.float32),
+            alpha=jnp.asarray(alpha, jnp.float32),
+            eps=jnp.asarray(eps, jnp.float32),
+        )
+
+    # ------------------------------------------------------------------ validity
+
+    def _validity(state: CompactReplayState, rows: Array) -> Array:
+        """``[K, N]`` bool: validity of the items of storage rows ``rows [K]`` now."""
+        oldest = (state.position - state.size) % L
+        offset = (rows - oldest) % L  # [K], age rank of the row among stored rows
+        stored = offset + n <= state.size - 1  # rows t .. t+n stored, behind the head
+
+        def ended(at: Array) -> Array:  # gather both flags, then combine (no [L, N] temp)
+            return state.terminated[at] | state.truncated[at]
+
+        # Rule 2: the first episode end within rows t .. t+n-1 must not be a truncation.
+        wrows = (rows[:, None] + jnp.arange(n)) % L  # [K, n]
+        w_term, w_ended = state.terminated[wrows], ended(wrows)  # [K, n, N]
+        first = w_ended & (jnp.cumsum(w_ended, axis=1) == 1)
+        truncated_first = jnp.any(first & ~w_term, axis=1)  # [K, N]
+        valid = stored[:, None] & ~truncated_first
+        if S > 1:
+            # Rule 3: the frame of row t-k (k = 1..S-1) is used iff none of rows
+            # t-k .. t-1 ended an episode; it must then be stored (k <= offset). The flag
+            # of an unstored row is unknown (its slot holds other data): read as "did not
+            # end", so a stack reaching past the oldest row without a stored episode
+            # start is invalid.
+            k = jnp.arange(1, S)
+            reach_ok = k[None, :, None] <= offset[:, None, None]  # [K, S-1, 1]
+            prev = ended((rows[:, None] - k) % L) & reach_ok  # [K, S-1, N]
+            used = jnp.cumprod(~prev, axis=1).astype(bool)
+            valid &= jnp.all(~used | reach_ok, axis=1)
+        return valid
+
+    # ------------------------------------------------------------------ add
+
+    def add(state: CompactReplayState, rollout: Transition) -> CompactReplayState:
+        obs = jnp.asarray(rollout.obs)
+        num_steps = obs.shape[0] if obs.ndim else 0
+        if not 1 <= num_steps <= L:
+            raise ValueError(
+                f"add expects leaves [T, N, ...] with 1 <= T <= L = {L}, got obs of shape "
+                f"{obs.shape}"
+            )
+        T = num_steps
+
+        def check(name: str, value: Any, shape: tuple[int, ...]) -> Array:
+            value = jnp.asarray(value)
+            if value.shape != (T, N, *shape):
+                raise ValueError(
+                    f"add expects {name} of shape {(T, N, *shape)} ([T, N, ...]), got {value.shape}"
+                )
+            return value
+
+        obs = check("obs", obs, obs_shape)
+        newest = jnp.take(obs, stack - 1, axis=2 + axis) if stack >= 1 else obs
+        rollout_extras = rollout.extras or {}
+        missing = sorted(set(extra_specs) - set(rollout_extras))
+        if missing:
+            raise ValueError(
+                f"add: rollout.extras lacks declared extras {missing} "
+                f"(has {sorted(rollout_extras)})"
+            )
+        p = state.position
+        rows = (p + jnp.arange(T, dtype=jnp.int32)) % L
+
+        def write(stored: Array, new: Array) -> Array:
+            return stored.at[rows].set(
+                new.astype(stored.dtype), unique_indices=True, mode="promise_in_bounds"
+            )
+
+        state = state.replace(
+            frames=write(state.frames, newest),
+            action=write(state.action, check("action", rollout.action, action_shape)),
+            reward=write(state.reward, check("reward", rollout.reward, ())),
+            terminated=write(state.terminated, check("terminated", rollout.terminated, ())),
+            truncated=write(state.truncated, check("truncated", rollout.truncated, ())),
+            extras={
+                k: write(v, check(f"extras[{k!r}]", rollout_extras[k], extra_specs[k][0]))
+                for k, v in state.extras.items()
+            },
+            position=((p + T) % L).astype(jnp.int32),
+            size=jnp.minimum(state.size + T, L).astype(jnp.int32),
+        )
+
+        # Re-evaluate the items whose validity may have changed: rows p-n .. p+T+S-2
+        # (all L rows when that is more), each exactly once.
+        K = min(T + n + S - 1, L)
+        krows = (p - n + jnp.arange(K, dtype=jnp.int32)) % L  # [K], distinct
+        new_valid = _validity(state, krows)  # [K, N]
+        items = (krows[:, None] * N + jnp.arange(N, dtype=jnp.int32)).reshape(-1)
+        new_valid = new_valid.reshape(-1)
+        old_weight = sum_tree.get(state.tree, items)
+        old_valid = old_weight > 0
+        if prioritized:
+            is_new_row = ((krows - p) % L < T)[:, None]
+            keep = old_valid & ~jnp.broadcast_to(is_new_row, (K, N)).reshape(-1)
+            fresh = jnp.maximum(state.max_priority**state.alpha, _MIN_WEIGHT)
+            weight = jnp.where(keep, old_weight, fresh)
+        else:
+            # Valid leaves are all 1. Reading them (rather than writing a constant 1)
+            # makes the update depend on the read, so XLA orders the read first and
+            # updates the tree in place instead of copying it.
+            weight = jnp.where(old_valid, old_weight, 1.0)
+        weight = jnp.where(new_valid, weight, 0.0)
+        num_items = state.num_items + jnp.sum(new_valid, dtype=jnp.int32)
+        num_items -= jnp.sum(old_valid, dtype=jnp.int32)
+        return state.replace(
+            tree=sum_tree.update(state.tree, items, weight, assume_unique=True),
+            num_items=num_items,
+        )
+
+    # ------------------------------------------------------------------ gather
+
+    def gather(state: CompactReplayState, time_index: Any, env_index: Any) -> Transition:
+        time_index = jnp.asarray(time_index, jnp.int32)
+        env_index = jnp.asarray(env_index, jnp.int32)
+        B = time_index.shape[0]
+        # Rows t-S+1 .. t+n: position q of the gathered rows is row t - S + 1 + q.
+        rows = (time_index[:, None] + jnp.arange(-(S - 1), n + 1, dtype=jnp.int32)) % L
+        env = env_index[:, None]
+        frames = state.frames[rows, env]  # [B, S+n, *F]
+        ended = state.terminated[rows, env] | state.truncated[rows, env]  # [B, S+n]
+        # ends_before[:, q] = number of episode ends at positions < q.
+        ends_before = jnp.concatenate(
+            [jnp.zeros((B, 1), jnp.int32), jnp.cumsum(ended, axis=1, dtype=jnp.int32)], axis=1
+        )
+
+        def stacks(first_row: int) -> Array:
+            """``[B, n, S, *F]``: stacks of the rows at positions first_row + j + S - 1."""
+            j = jnp.arange(n)[:, None]
+            src = first_row + j + jnp.arange(S)[None, :]  # [n, S] frame positions
+            cur = first_row + j + S - 1  # [n, 1] the stack's own row
+            # A frame belongs to the stack's episode iff no episode ended in between.
+            same = ends_before[:, cur] == ends_before[:, src]  # [B, n, S]
+            if stack_padding == "repeat":
+                first = cur - jnp.sum(same, axis=-1, keepdims=True) + 1  # episode's first
+                src = jnp.maximum(src[None], first)  # [B, n, S]
+                out = frames[jnp.arange(B)[:, None, None], src]
+            else:
+                out = frames[:, src]
+                mask = same.reshape(same.shape + (1,) * len(frame_shape))
+                out = jnp.where(mask, out, jnp.zeros((), out.dtype))
+            return out
+
+        def to_obs(x: Array) -> Array:
+            return x[:, :, 0] if stack == 0 else jnp.moveaxis(x, 2, 2 + axis)
+
+        steps = rows[:, S - 1 : S - 1 + n]  # [B, n] the window's rows
+        step_ended = ended[:, S - 1 : S - 1 + n]
+        obs = to_obs(stacks(0))
+        next_obs = stacks(1)
+        keep = ~step_ended.reshape(step_ended.shape + (1,) * (next_obs.ndim - 2))
+        next_obs = to_obs(jnp.where(keep, next_obs, jnp.zeros((), next_obs.dtype)))
+
+        def take(x: Array) -> Array:
+            return x[steps, env]
+
+        return Transition(
+            obs=obs,
+            action=take(state.action),
+            reward=take(state.reward),
+            next_obs=next_obs,
+            terminated=take(state.terminated),
+            truncated=take(state.truncated),
+            extras={k: take(v) for k, v in state.extras.items()},
+        )
+
+    # ------------------------------------------------------------------ sample
+
+    def sample(state: CompactReplayState, key: jax.Array) -> CompactSample:
+        indices, weight = sum_tree.sample(state.tree, key, batch_size)
+        indices = indices.astype(jnp.int32)
+        time_index, env_index = indices // N, indices % N
+        total = sum_tree.total(state.tree)
+        probabilities = weight / jnp.where(total > 0, total, 1.0)
+        return CompactSample(
+            experience=gather(state, time_index, env_index),
+            time_index=time_index,
+            env_index=env_index,
+            indices=indices,
+            probabilities=probabilities.astype(jnp.float32),
+        )
+
+    def can_sample(state: CompactReplayState) -> Array:
+        return state.num_items > 0
+
+    def num_items(state: CompactReplayState) -> Array:
+        return state.num_items
+
+    def update_priorities(
+        state: CompactReplayState, indices: Any, priorities: Any
+    ) -> CompactReplayState:
+        if not prioritized:
+            return state
+        indices = jnp.asarray(indices, jnp.int32).reshape(-1)
+        priorities = jnp.asarray(priorities, jnp.float32).reshape(-1)
+        if indices.shape != priorities.shape:
+            raise ValueError(
+                f"update_priorities expects indices and priorities of the same shape [K], "
+                f"got {indices.shape} and {priorities.shape}"
+            )
+        in_range = (indices >= 0) & (indices < num_items_total)
+        current = sum_tree.get(state.tree, jnp.clip(indices, 0, num_items_total - 1))
+        valid = (current > 0) & in_range
+        priority = jnp.abs(priorities) + state.eps
+        weight = jnp.maximum(priority**state.alpha, _MIN_WEIGHT)
+        # Invalid or out-of-range entries write nothing (index -1 is dropped).
+        tree = sum_tree.update(state.tree, jnp.where(valid, indices, -1), weight)
+        max_priority = jnp.maximum(state.max_priority, jnp.max(jnp.where(valid, priority, 0.0)))
+        return state.replace(tree=tree, max_priority=max_priority)
+
+    return CompactReplayBuffer(
+        init=init,
+        add=add,
+        sample=sample,
+        can_sample=can_sample,
+        update_priorities=update_priorities,
+        num_items=num_items,
+        gather=gather,
+    )
