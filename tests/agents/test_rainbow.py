@@ -11,6 +11,8 @@ import pytest
 from jaxrl import agents, envs
 from jaxrl.agents.rainbow import RainbowConfig, make_network
 from jaxrl.types import Transition
+from tests.ops.test_distributional import _project_ref as project
+from tests.ops.test_distributional import _softmax_ref as softmax
 
 OFF = dict(noisy=False, double=False, dueling=False, distributional=False, prioritized=False,
            n_step=1)  # fmt: skip
@@ -96,25 +98,8 @@ def test_all_flags_off_is_dqn():
     jax.tree.map(np.testing.assert_array_equal, states[0].params, states[1].params)
 
 
-def huber_free_cross_entropy(logits, target):
-    logp = logits - np.log(np.exp(logits).sum())
-    return -(target * logp).sum()
-
-
-def project(support, tz, probs):
-    """Bellemare et al. 2017, Algorithm 1, with loops."""
-    v_min, v_max, k = support[0], support[-1], len(support)
-    dz = (v_max - v_min) / (k - 1)
-    out = np.zeros(k)
-    for j in range(k):
-        b = (min(max(tz[j], v_min), v_max) - v_min) / dz
-        lo, hi = int(np.floor(b)), int(np.ceil(b))
-        if lo == hi:
-            out[lo] += probs[j]
-        else:
-            out[lo] += probs[j] * (hi - b)
-            out[hi] += probs[j] * (b - lo)
-    return out
+def cross_entropy(logits, target):
+    return -(target * np.log(softmax(logits))).sum()
 
 
 @pytest.mark.parametrize("terminal_at", [None, 1])
@@ -133,7 +118,6 @@ def test_distributional_n_step_loss_matches_hand_computation(terminal_at):
     net = make_network(spec(1), RainbowConfig(**cfg))
     logits = lambda o: np.asarray(net.apply(state.params, jnp.asarray(o)[None]))[0]  # [A, K]
     support = np.linspace(-5.0, 5.0, 11)
-    softmax = lambda x: np.exp(x - x.max()) / np.exp(x - x.max()).sum()
     r = np.asarray(data.reward)[:, 0]
     m = n if terminal_at is None else terminal_at + 1
     reward_sum = sum(gamma**k * r[k] for k in range(m))
@@ -143,9 +127,7 @@ def test_distributional_n_step_loss_matches_hand_computation(terminal_at):
     discount = 0.0 if terminal_at is not None else gamma**m
     target = project(support, reward_sum + discount * support, softmax(next_logits[a_star]))
     online = logits(np.asarray(data.obs)[0, 0])[int(data.action[0, 0])]
-    np.testing.assert_allclose(
-        float(metrics["loss"]), huber_free_cross_entropy(online, target), rtol=1e-4
-    )
+    np.testing.assert_allclose(float(metrics["loss"]), cross_entropy(online, target), rtol=1e-4)
 
 
 def test_noisy_acting_explores_and_evaluates_with_mean_weights():
