@@ -44,13 +44,13 @@ from jaxrl.ops import (
     categorical_td_loss,
     epsilon_greedy,
     huber_loss,
+    importance_weights,
     l2_loss,
     linear_schedule,
     n_step_bootstrap,
     q_learning_td_error,
     soft_update,
 )
-from jaxrl.ops.prioritized import importance_weights
 from jaxrl.types import Agent, ConfigError, Discrete, EnvSpec, Transition
 from jaxrl.validation import build_config
 

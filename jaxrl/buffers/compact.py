@@ -264,7 +264,7 @@ def make_compact_replay(
     action_dtype: Any = "int32",
     stack_axis: int = -1,
     stack_padding: str = "zero",
-    branching: int = 32,
+    branching: int = 8,
 ) -> CompactReplayBuffer:
     """Build a compact replay buffer of ``window``-step windows (see the module docstring).
 
@@ -582,10 +582,11 @@ def make_compact_replay(
     # ------------------------------------------------------------------ sample
 
     def sample(state: CompactReplayState, key: jax.Array) -> CompactSample:
-        indices, weight = sum_tree.sample(state.tree, key, batch_size)
+        # The total from the same descent: a separate read of the root would make XLA
+        # copy the whole tree before a later in-place priority update.
+        indices, weight, total = sum_tree.sample_with_total(state.tree, key, batch_size)
         indices = indices.astype(jnp.int32)
         time_index, env_index = indices // N, indices % N
-        total = sum_tree.total(state.tree)
         probabilities = weight / jnp.where(total > 0, total, 1.0)
         return CompactSample(
             experience=gather(state, time_index, env_index),

@@ -1,10 +1,10 @@
-"""Prioritized experience replay as pure functions over fixed-size arrays.
+r"""Prioritized experience replay as pure functions over fixed-size arrays.
 
 Proportional prioritization (Schaul et al. 2016, "Prioritized Experience Replay", ICLR):
 item ``i`` is drawn with probability
 
 .. math::
-    P(i) = \\frac{p_i^\\alpha}{\\sum_k p_k^\\alpha}, \\qquad p_i = |\\delta_i| + \\epsilon,
+    P(i) = \frac{p_i^\alpha}{\sum_k p_k^\alpha}, \qquad p_i = |\delta_i| + \epsilon,
 
 where ``delta_i`` is the item's last TD error (or any other non-negative priority, e.g.
 the distributional loss of Rainbow), ``epsilon`` keeps every valid item drawable and
@@ -16,11 +16,12 @@ importance_weights`), with ``beta`` annealed towards 1 (e.g. by
 ``jaxrl.ops.linear_schedule(0.4, 1.0, steps)``), and writes the new ``|delta_i|`` back with
 ``update_priorities``.
 
-Knobs and their defaults: ``alpha = 0.6`` and ``beta_0 = 0.4`` are the PER paper's choice
-for the proportional variant on Atari (Schaul et al. 2016, Table 3) and machin's
-``PrioritizedBuffer`` defaults; Dopamine's and RLHive's Rainbow use ``alpha = beta = 0.5``
-(RLHive's ``PrioritizedReplayBuffer(alpha=0.5, beta=0.5)``). ``eps = 1e-6`` (machin and
-pfrl use 0.01; the paper leaves it "small").
+Knobs and their defaults: ``alpha = 0.6`` and ``beta_0 = 0.4`` are the PER paper's
+hyperparameters for the proportional variant on Atari (Schaul et al. 2016) and the
+defaults of machin's ``PrioritizedBuffer`` and pfrl's ``PrioritizedReplayBuffer``;
+Dopamine's and RLHive's Rainbow use ``alpha = beta = 0.5`` (RLHive's
+``PrioritizedReplayBuffer(alpha=0.5, beta=0.5)``). ``eps = 1e-6`` (machin and pfrl use
+0.01; the paper leaves it "small").
 
 Storage
 -------
@@ -50,7 +51,7 @@ Cost
 ``(T + window - 1) N`` items whose validity can change; ``sample``: one tree descent of
 ``batch_size`` draws plus one gather of ``batch_size * window`` transitions;
 ``update_priorities``: one tree update of ``K`` items. None depends on the capacity beyond
-the tree's depth ``ceil(log_32(L N))``.
+the tree's depth ``ceil(log_b(L N))`` (``b = 8``: 6 levels for 100,000 items).
 """
 
 from __future__ import annotations
@@ -188,7 +189,10 @@ def make_prioritized_replay(
         new priorities, typically the TD errors ``delta`` or ``|delta|`` (not
         exponentiated, without ``eps``): the tree gets ``(|priorities| + eps) ** alpha``
         and ``max_priority`` becomes ``max(max_priority, |priorities| + eps)`` over the
-        items written. With duplicate indices the last entry wins. Entries whose item
+        items written. With duplicate indices the last entry wins, for the tree and
+        for ``max_priority`` alike (earlier entries count as never written). The
+        buffer adds ``eps`` and applies ``alpha`` itself (both read from the state), so
+        pass ``|delta|``, not ``|delta| + eps`` nor ``p ** alpha``. Entries whose item
         is invalid now (its window is incomplete or crosses the write head) or out of
         range are ignored. An item overwritten by ``add`` between ``sample`` and
         ``update_priorities`` would receive the priority of its predecessor, so call
@@ -239,7 +243,7 @@ def make_prioritized_replay(
         return state.replace(storage=storage, tree=tree)
 
     def sample(state: PrioritizedReplayState, key: jax.Array) -> PrioritizedSample:
-        indices, weight, mass = sum_tree._sample(state.tree, key, batch_size)
+        indices, weight, mass = sum_tree.sample_with_total(state.tree, key, batch_size)
         probabilities = jnp.where(mass > 0, weight / jnp.where(mass > 0, mass, 1.0), 0.0)
         time_index, env_index = indices // num_envs, indices % num_envs
         rows = (time_index[:, None] + jnp.arange(window, dtype=jnp.int32)) % num_rows

@@ -8,24 +8,29 @@ from the root.
 
 Layout
 ------
-The tree has branching factor ``b`` (a power of two, 32 by default: a binary tree is
-``b = 2``) and is stored level by level, ``levels[0]`` the leaves and ``levels[-1]`` the
-root:
+The tree has branching factor ``b`` (a power of two; 8 by default, 2 is a binary tree).
+Its levels, leaves first, have sizes (:func:`level_sizes`)
 
-* ``levels[0]``: ``[n_0]`` float32, ``n_0 = capacity`` rounded up to a multiple of ``b``;
-  ``levels[0][i] = p_i``, and the padding leaves ``capacity .. n_0 - 1`` stay 0.
-* ``levels[k + 1][j] = S(levels[k][b j : b (j + 1)])``, the sum of node ``j``'s ``b``
-  children; ``n_{k+1} = n_k / b`` rounded up to a multiple of ``b`` (extra nodes stay 0)
-  until a level has exactly ``b`` nodes, whose sum is the root ``levels[-1]``, ``[1]``.
+* ``n_0 = capacity`` rounded up to a multiple of ``b``: leaf ``i`` holds ``p_i``, and the
+  padding leaves ``capacity .. n_0 - 1`` stay 0;
+* ``n_{k+1} = n_k / b`` rounded up to a multiple of ``b`` (the extra nodes stay 0), until
+  a level has exactly ``b`` nodes; node ``j`` of level ``k + 1`` is the sum of its ``b``
+  children ``b j .. b j + b - 1`` of level ``k``;
+* the root, the sum of that last level of ``b`` nodes.
 
-``S`` sums ``b`` float32 numbers pairwise by halves, ``S(x) = S(x[:b/2] + x[b/2:])``
-elementwise until one number is left; every node is this exact float32 expression of its
-children (a NumPy reference reproduces it bit for bit). A wide node makes the tree
-shallow: ``depth = len(levels) - 1 = ceil(log_b capacity)`` (4 levels for a million leaves
-with ``b = 32``, instead of 20 for a binary tree), and on a CPU or GPU the cost of an update
-or a sample is set by the number of dependent gathers and scatters, one per level, not by
-the ``b`` contiguous floats each one moves. Memory: ``4 n_0`` bytes for the leaves plus
-about ``4 n_0 / (b - 1)`` for the internal nodes.
+They are stored one after another in one flat float32 array ``nodes`` (the root's level
+padded to ``b`` slots), so ``nodes.reshape(-1, b)`` has every block of ``b`` siblings as
+one row; :func:`levels` returns views of the levels. A sum is ``S``: ``b`` float32
+numbers added pairwise by halves, ``S(x) = S(x[:b/2] + x[b/2:])`` elementwise until one
+number is left, and every internal node is exactly this float32 expression of its
+children (a NumPy reference reproduces the tree bit for bit).
+
+A wide node makes the tree shallow: ``depth = ceil(log_b capacity)`` levels below the
+root (6 for 100,000 leaves with ``b = 8``, 7 for a million, instead of 17 and 20 for a
+binary tree), and on a CPU or GPU an update or a sample costs about one dependent gather
+(and, for an update, one scatter) per level, whatever the ``b`` contiguous floats each one
+moves. Memory: ``4 n_0`` bytes for the leaves plus about ``4 n_0 / (b - 1)`` for the
+internal nodes.
 
 Exactness
 ---------
@@ -35,17 +40,20 @@ of updates every internal node equals ``S`` of its children exactly, as if the w
 had been rebuilt from its leaves: floating error cannot accumulate over millions of
 updates. A node is positive if and only if one of its children is (a float32 sum of
 non-negative numbers is 0 only if they all are). ``sample`` walks down from the root and
-only ever steps into a child of positive mass (when rounding would pick an empty child or
-run past the last child, it takes the last child with mass), so it never returns a leaf of
-priority zero while the total is positive.
+only ever steps into a child of positive mass (when rounding would run a target past the
+last child with mass, it takes that child), so it never returns a leaf of priority zero
+while the total is positive. XLA flushes subnormal floats to zero, so ``update`` stores
+priorities below the smallest normal float32 (about ``1.2e-38``) as 0.
 
 All functions are pure, jittable, and work inside ``lax.scan`` and under ``jax.vmap``
-(e.g. one tree per seed: every level gets a leading ``[S]`` axis). ``update`` of ``K``
-leaves and ``sample`` of ``B`` leaves cost ``O(K log K + K b log_b C)`` and
-``O(B b log_b C)``; nothing touches all ``C`` leaves, and nothing leaves the device.
+(e.g. one tree per seed: ``nodes`` gets a leading ``[S]`` axis). ``update`` of ``K``
+leaves costs ``O(K log K + K b log_b C)`` and ``sample`` of ``B`` leaves ``O(B b log_b
+C)``; nothing touches all ``C`` leaves, and nothing leaves the device.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import flax.struct
 import jax
@@ -107,7 +115,7 @@ def levels(tree: SumTree) -> tuple[Array, ...]:
     ``levels(tree)[k + 1][j]`` is the sum :math:`S` of ``levels(tree)[k][b j : b j + b]``.
     """
     sizes = level_sizes(tree.capacity, tree.branching)
-    return tuple(tree.nodes[o : o + n] for o, n in zip(_offsets(tree), sizes, strict=True))
+    return tuple(tree.nodes[..., o : o + n] for o, n in zip(_offsets(tree), sizes, strict=True))
 
 
 def _block_sum(x: Array) -> Array:
@@ -216,7 +224,9 @@ def update(
       tree: a ``SumTree``.
       indices: ``[K]`` int array (static ``K``), the leaves to write.
       priorities: ``[K]`` float array, the new priorities (cast to float32); must be
-        finite and ``>= 0``, and their total must stay finite in float32.
+        finite and ``>= 0``, and their total must stay finite in float32. Values below
+        the smallest normal float32 (``1.2e-38``: subnormals, which XLA flushes to zero,
+        and 0) are stored as 0, and so are negative and NaN values.
       assume_unique: static; if True, the caller promises that no index in
         ``[0, capacity)`` appears twice in ``indices`` (out-of-range entries may repeat),
         which skips the duplicate resolution.
@@ -233,6 +243,10 @@ def update(
         )
     if indices.shape[0] == 0:
         return tree
+    # XLA flushes subnormal floats to zero on CPU and GPU, so a subnormal priority would
+    # be positive in memory but 0 to every comparison: store it as 0 (likewise negative
+    # and NaN priorities, which are invalid).
+    priorities = jnp.where(priorities >= jnp.finfo(jnp.float32).tiny, priorities, 0.0)
     if assume_unique:
         keep = (indices >= 0) & (indices < tree.capacity)
     else:
@@ -242,19 +256,14 @@ def update(
     dropped = tree.nodes.shape[0]  # a scatter index past the end writes nothing
     node = jnp.where(keep, indices, 0)  # node index within its level
     nodes = tree.nodes.at[jnp.where(keep, node, dropped)].set(priorities, mode="drop")
-    starts = jnp.asarray(offsets, jnp.int32)
-
-    def level_up(k, carry):
-        nodes, node = carry
-        parent = node // b
-        block = nodes.reshape(-1, b)[starts[k] // b + parent]  # [K, b], the children
+    # Unrolled: each level's gather reads the previous level's scatter, so XLA keeps the
+    # levels apart (two kernels per level) and updates the tree in place.
+    for start, parent_start in itertools.pairwise(offsets):
+        node = node // b
+        block = nodes.reshape(-1, b)[start // b + node]  # [K, b], the siblings
         # Siblings share a parent and write the same sum, so duplicates are harmless.
-        target = jnp.where(keep, starts[k + 1] + parent, dropped)
-        return nodes.at[target].set(_block_sum(block), mode="drop"), parent
-
-    # A loop rather than unrolled levels: XLA would fuse each level's index arithmetic
-    # into the next and recompute all earlier levels there.
-    nodes, _ = jax.lax.fori_loop(0, len(offsets) - 1, level_up, (nodes, node))
+        parent = jnp.where(keep, parent_start + node, dropped)
+        nodes = nodes.at[parent].set(_block_sum(block), mode="drop")
     return tree.replace(nodes=nodes)
 
 
@@ -287,18 +296,33 @@ def sample(tree: SumTree, key: jax.Array, batch_size: int) -> tuple[Array, Array
       ``p[indices]`` (so ``priorities / total(tree)`` is the probability of each). If the
       tree is empty (``T = 0``) every index is 0 with priority 0.
     """
-    indices, priorities, _ = _sample(tree, key, batch_size)
+    indices, priorities, _ = sample_with_total(tree, key, batch_size)
     return indices, priorities
 
 
-def _sample(tree: SumTree, key: jax.Array, batch_size: int) -> tuple[Array, Array, Array]:
-    """:func:`sample`, also returning the total mass, read once and carried through the
-    descent so that a caller's later use of it cannot keep the tree's buffer alive (XLA
-    would copy the whole tree before the next in-place update)."""
-    b, offsets = tree.branching, _offsets(tree)
-    mass = total(tree)
+def sample_with_total(tree: SumTree, key: jax.Array, batch_size: int) -> tuple[Array, Array, Array]:
+    """:func:`sample`, also returning the total mass ``T`` (so ``priorities / T`` are the
+    probabilities of the draws).
+
+    Prefer this ``T`` to ``total(tree)`` when the tree is updated in place afterwards (as
+    after sampling a replay batch): it is computed inside the descent, from the same
+    read of the top level as the root, so it is bit-identical to ``total(tree)``, and a
+    later use of it does not keep the tree's buffer alive past the update. A read of
+    ``total(tree)`` that XLA cannot order before the update (e.g. one feeding only
+    importance weights or a logged metric) makes it copy the whole tree first.
+
+    Returns:
+      ``(indices, priorities, total)``: as :func:`sample`, and a float32 scalar.
+    """
     strata = jnp.arange(batch_size, dtype=jnp.float32)
-    target = (strata + jax.random.uniform(key, (batch_size,), jnp.float32)) / batch_size * mass
+    uniform = jax.random.uniform(key, (batch_size,), jnp.float32)
+    return _descend(tree, (strata + uniform) / batch_size * total(tree))
+
+
+def _descend(tree: SumTree, target: Array) -> tuple[Array, Array, Array]:
+    """The leaves holding the targets ``[B]`` (mass coordinates in ``[0, T)``), their
+    priorities, and the total ``T`` read from the top level inside the loop."""
+    b, offsets = tree.branching, _offsets(tree)
     rows = tree.nodes.reshape(-1, b)
     starts = jnp.asarray(offsets, jnp.int32) // b
     depth = len(offsets) - 1
@@ -306,12 +330,17 @@ def _sample(tree: SumTree, key: jax.Array, batch_size: int) -> tuple[Array, Arra
     def level_down(t, carry):
         node, _, target, mass = carry
         children = rows[starts[depth - 1 - t] + node]  # [B, b]
+        # At the top, children are the root's, the same row for every draw.
+        mass = jnp.where(t == 0, _block_sum(children[0]), mass)
         return (*_pick_child(children, node, target), mass)
 
-    node = jnp.zeros((batch_size,), jnp.int32)
-    value = jnp.broadcast_to(mass, (batch_size,))
-    # A loop rather than unrolled levels, as in update.
-    node, value, _, mass = jax.lax.fori_loop(0, depth, level_down, (node, value, target, mass))
+    node = jnp.zeros(target.shape, jnp.int32)
+    value = jnp.zeros(target.shape, jnp.float32)
+    # A loop rather than unrolled levels: XLA would fuse each level's index arithmetic
+    # into the next level's gather and recompute all earlier levels there.
+    node, value, _, mass = jax.lax.fori_loop(
+        0, depth, level_down, (node, value, target.astype(jnp.float32), jnp.zeros((), jnp.float32))
+    )
     return node, value, mass
 
 

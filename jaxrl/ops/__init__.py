@@ -12,6 +12,7 @@ from jaxrl.ops.distributional import (
 )
 from jaxrl.ops.exploration import epsilon_greedy
 from jaxrl.ops.losses import huber_loss, l2_loss
+from jaxrl.ops.prioritized import importance_weights
 from jaxrl.ops.q_learning import q_learning_td_error
 from jaxrl.ops.returns import NStepTarget, n_step_bootstrap, n_step_returns
 from jaxrl.ops.schedules import linear_schedule
@@ -26,6 +27,7 @@ __all__ = [
     "NStepTarget",
     "epsilon_greedy",
     "huber_loss",
+    "importance_weights",
     "l2_loss",
     "linear_schedule",
     "n_step_bootstrap",
