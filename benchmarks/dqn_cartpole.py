@@ -62,8 +62,8 @@ def per_seed(seeds: int, agent: str = "dqn") -> Table:
     return table
 
 
-def fused_vmap(seeds: int, agent: str = "dqn") -> Table:
-    cfg = resolve(agent=agent, env="CartPole")
+def fused_vmap(seeds: int, agent: str = "dqn", steps: int | None = None) -> Table:
+    cfg = resolve(agent=agent, env="CartPole", steps=steps)
     run = RunConfig(**(cfg["run"] | {"stop_return": None}))
     env = envs.make(cfg["env"]["name"], num_envs=cfg["env"]["num_envs"], **env_kwargs(cfg))
     eval_env = envs.make(cfg["env"]["name"], num_envs=run.eval_episodes, **env_kwargs(cfg))

@@ -187,19 +187,11 @@ def make_network(spec: EnvSpec, cfg: RainbowConfig) -> QNetwork:
     return QNetwork(torso=torso, head=head)
 
 
-def make_agent(spec: EnvSpec, cfg: RainbowConfig, name: str = "rainbow") -> Agent:
-    """Builds the agent for ``spec`` from a validated config."""
-    if not isinstance(spec.action_space, Discrete):
-        raise ConfigError(
-            f"agent '{name}' needs a discrete action space, but {spec.name} has a continuous "
-            f"one {spec.action_space}; use a discrete-action env such as CartPole-v1"
-        )
-    network = make_network(spec, cfg)
-    clip = [optax.clip_by_global_norm(cfg.max_grad_norm)] if cfg.max_grad_norm else []
-    optimizer = optax.chain(*clip, optax.scale_by_adam(eps=cfg.adam_eps))
+def make_buffer(spec: EnvSpec, cfg: RainbowConfig) -> Any:
+    """The replay buffer the config asks for (see ``RainbowConfig.storage``)."""
     image_obs = len(spec.obs_shape) == 3 and spec.obs_dtype == "uint8"
     if cfg.storage == "compact" or (cfg.storage == "auto" and image_obs):
-        buffer = make_compact_replay(
+        return make_compact_replay(
             cfg.buffer_size,
             spec.num_envs,
             cfg.batch_size,
@@ -212,7 +204,7 @@ def make_agent(spec: EnvSpec, cfg: RainbowConfig, name: str = "rainbow") -> Agen
             eps=cfg.priority_eps,
         )
     elif cfg.prioritized:
-        buffer = make_prioritized_replay(
+        return make_prioritized_replay(
             cfg.buffer_size,
             spec.num_envs,
             cfg.batch_size,
@@ -221,9 +213,25 @@ def make_agent(spec: EnvSpec, cfg: RainbowConfig, name: str = "rainbow") -> Agen
             eps=cfg.priority_eps,
         )
     else:
-        buffer = make_uniform_replay(
+        return make_uniform_replay(
             cfg.buffer_size, spec.num_envs, cfg.batch_size, window=cfg.n_step
         )
+
+
+def make_agent(spec: EnvSpec, cfg: RainbowConfig, name: str = "rainbow") -> Agent:
+    """Builds the agent for ``spec`` from a validated config."""
+    if not isinstance(spec.action_space, Discrete):
+        raise ConfigError(
+            f"agent '{name}' needs a discrete action space, but {spec.name} has a continuous "
+            f"one {spec.action_space}; use a discrete-action env such as CartPole-v1"
+        )
+    network = make_network(spec, cfg)
+    clip = [optax.clip_by_global_norm(cfg.max_grad_norm)] if cfg.max_grad_norm else []
+    optimizer = optax.chain(*clip, optax.scale_by_adam(eps=cfg.adam_eps))
+    try:
+        buffer = make_buffer(spec, cfg)
+    except ValueError as e:  # e.g. a capacity too small for num_envs * n_step
+        raise ConfigError(f"agent '{name}': {e}") from None
     support = (
         categorical_support(cfg.v_min, cfg.v_max, cfg.num_atoms) if cfg.distributional else None
     )
@@ -279,32 +287,33 @@ def make_agent(spec: EnvSpec, cfg: RainbowConfig, name: str = "rainbow") -> Agen
             ),
         )
 
-    def act(state: RainbowState, obs: jax.Array, key: jax.Array, explore: bool = True):
-        noise_key, greedy_key = jax.random.split(key)
-        q = q_values(apply(state.params, obs, noise_key, deterministic=not explore))
-        return epsilon_greedy(greedy_key, q, epsilon(state, explore)), {}
+    def split(key: jax.Array, n: int) -> list:
+        """``n`` keys for noisy forward passes; no PRNG work when the nets are not noisy."""
+        return list(jax.random.split(key, n)) if cfg.noisy else [None] * n
 
-    def targets(state: RainbowState, batch: Transition, key: jax.Array):
-        """Per-sample TD targets: ``[B, K]`` target probabilities, or ``[B]`` values
-        folded into a function of the online Q of the taken action."""
+    def act(state: RainbowState, obs: jax.Array, key: jax.Array, explore: bool = True):
+        noise_key, key = jax.random.split(key) if cfg.noisy else (None, key)
+        q = q_values(apply(state.params, obs, noise_key, deterministic=not explore))
+        return epsilon_greedy(key, q, epsilon(state, explore)), {}
+
+    def targets(state: RainbowState, params, batch: Transition, keys):
+        """The target side of the loss: ``[B, K]`` projected target probabilities
+        (distributional), else what ``q_learning_td_error`` needs besides ``q_taken``."""
         reward = batch.reward
         if cfg.reward_clip is not None:
             reward = jnp.clip(reward, -cfg.reward_clip, cfg.reward_clip)
         nstep = n_step_bootstrap(reward, batch.terminated, batch.truncated, state.hparams.gamma)
         rows = jnp.arange(reward.shape[0])
         bootstrap_obs = batch.next_obs[rows, nstep.bootstrap_index]
-        target_key, select_key = jax.random.split(key)
-        next_target = apply(state.target_params, bootstrap_obs, target_key)
-        next_select = (
-            q_values(apply(state.params, bootstrap_obs, select_key)) if cfg.double else None
-        )
+        next_target = apply(state.target_params, bootstrap_obs, keys[0])
+        next_select = q_values(apply(params, bootstrap_obs, keys[1])) if cfg.double else None
         if cfg.distributional:
             return categorical_double_q_target(
                 next_target, next_select, nstep.reward_sum, nstep.bootstrap_discount, support
             )
         return next_target, next_select, nstep.reward_sum, nstep.bootstrap_discount
 
-    def loss_fn(params, state: RainbowState, batch: Transition, target, weights, key):
+    def loss_fn(params, batch: Transition, target, weights, key):
         rows = jnp.arange(batch.action.shape[0])
         online = apply(params, batch.obs[:, 0], key)[rows, batch.action[:, 0]]
         if cfg.distributional:
@@ -317,39 +326,40 @@ def make_agent(spec: EnvSpec, cfg: RainbowConfig, name: str = "rainbow") -> Agen
         q_taken = categorical_q_values(online, support) if cfg.distributional else online
         return (weights * losses).mean(), (jax.lax.stop_gradient(priorities), q_taken.mean())
 
-    def gradient_step(carry, key):
-        params, opt_state, buffer_state, state = carry
-        sample_key, target_key, online_key = jax.random.split(key, 3)
-        sample = buffer.sample(buffer_state, sample_key)
+    def gradient_step(state: RainbowState, carry, key):
+        """One minibatch step. ``carry`` holds what changes: params, optimizer state and,
+        with prioritized replay only, the buffer (its priorities); a uniform buffer stays
+        in ``state`` so that it is not threaded (and copied) through the loop."""
+        params, opt_state, buffer_state = carry
+        sample_key, *noise_keys = [key, *split(key, 3)] if cfg.noisy else [key, None, None, None]
+        sample = buffer.sample(buffer_state if cfg.prioritized else state.buffer, sample_key)
         batch = sample.experience
-        state = state.replace(params=params)
-        target = targets(state, batch, target_key)
+        target = targets(state, params, batch, noise_keys[:2])
         if cfg.prioritized:
             beta = linear_schedule(state.hparams.beta_start, 1.0, cfg.beta_decay_steps)(state.step)
             weights = importance_weights(sample.probabilities, buffer.num_items(buffer_state), beta)
         else:
             weights = jnp.ones(batch.action.shape[:1], jnp.float32)
         (loss, (priorities, q_mean)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-            params, state, batch, target, weights, online_key
+            params, batch, target, weights, noise_keys[2]
         )
         if cfg.prioritized:
             buffer_state = buffer.update_priorities(buffer_state, sample.indices, priorities)
         updates, opt_state = optimizer.update(grads, opt_state, params)
         updates = jax.tree.map(lambda u: -state.hparams.lr * u, updates)
         params = optax.apply_updates(params, updates)
-        return (params, opt_state, buffer_state, state), (loss, q_mean)
+        return (params, opt_state, buffer_state), (loss, q_mean)
 
     def learn(state: RainbowState, key: jax.Array):
         keys = jax.random.split(key, cfg.updates_per_rollout)
-        carry = (state.params, state.opt_state, state.buffer, state)
-        (params, opt_state, buffer_state, _), (loss, q_mean) = jax.lax.scan(
-            gradient_step, carry, keys
-        )
-        return params, opt_state, buffer_state, loss.mean(), q_mean.mean()
+        carry = (state.params, state.opt_state, state.buffer if cfg.prioritized else None)
+        step = lambda carry, key: gradient_step(state, carry, key)
+        carry, (loss, q_mean) = jax.lax.scan(step, carry, keys)
+        return (*carry, loss.mean(), q_mean.mean())
 
     def skip(state: RainbowState, key: jax.Array):
         nan = jnp.full((), jnp.nan, jnp.float32)
-        return state.params, state.opt_state, state.buffer, nan, nan
+        return state.params, state.opt_state, state.buffer if cfg.prioritized else None, nan, nan
 
     def update(state: RainbowState, rollout: Transition, key: jax.Array):
         rollout = rollout._replace(extras={})
@@ -366,7 +376,7 @@ def make_agent(spec: EnvSpec, cfg: RainbowConfig, name: str = "rainbow") -> Agen
         state = state.replace(
             params=params,
             opt_state=opt_state,
-            buffer=buffer_state,
+            buffer=buffer_state if cfg.prioritized else state.buffer,
             target_params=soft_update(state.target_params, params, tau),
             updates=state.updates + jnp.where(learning, cfg.updates_per_rollout, 0),
         )
