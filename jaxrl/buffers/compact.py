@@ -109,6 +109,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.buffers import sum_tree
+from jaxrl.buffers.prioritized import priority_batch, write_priorities
 from jaxrl.types import Transition
 
 Array = jax.Array
@@ -607,21 +608,11 @@ def make_compact_replay(
     ) -> CompactReplayState:
         if not prioritized:
             return state
-        indices = jnp.asarray(indices, jnp.int32).reshape(-1)
-        priorities = jnp.asarray(priorities, jnp.float32).reshape(-1)
-        if indices.shape != priorities.shape:
-            raise ValueError(
-                f"update_priorities expects indices and priorities of the same shape [K], "
-                f"got {indices.shape} and {priorities.shape}"
-            )
+        indices, priorities = priority_batch(indices, priorities)
         in_range = (indices >= 0) & (indices < num_items_total)
         current = sum_tree.get(state.tree, jnp.clip(indices, 0, num_items_total - 1))
         valid = (current > 0) & in_range
-        priority = jnp.abs(priorities) + state.eps
-        weight = jnp.maximum(priority**state.alpha, _MIN_WEIGHT)
-        # Invalid or out-of-range entries write nothing (index -1 is dropped).
-        tree = sum_tree.update(state.tree, jnp.where(valid, indices, -1), weight)
-        max_priority = jnp.maximum(state.max_priority, jnp.max(jnp.where(valid, priority, 0.0)))
+        tree, max_priority = write_priorities(state, indices, priorities, valid, _MIN_WEIGHT)
         return state.replace(tree=tree, max_priority=max_priority)
 
     return CompactReplayBuffer(

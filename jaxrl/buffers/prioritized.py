@@ -145,6 +145,39 @@ def _non_negative_float(name: str, value: Any) -> float:
     return float(value)
 
 
+def priority_batch(indices: Any, priorities: Any) -> tuple[Array, Array]:
+    """``indices`` int32 and ``priorities`` float32, both flattened to ``[K]``; a
+    ValueError names the shapes when they differ."""
+    indices = jnp.asarray(indices, jnp.int32).reshape(-1)
+    priorities = jnp.asarray(priorities, jnp.float32).reshape(-1)
+    if indices.shape != priorities.shape:
+        raise ValueError(
+            f"update_priorities expects indices and priorities of the same shape [K], "
+            f"got {indices.shape} and {priorities.shape}"
+        )
+    return indices, priorities
+
+
+def write_priorities(
+    state: Any, indices: Array, priorities: Array, valid: Array, min_weight: float = 0.0
+) -> tuple[sum_tree.SumTree, Array]:
+    """The tree and running maximum after writing ``priorities`` at ``indices``.
+
+    Shared by every prioritized buffer (``state`` has ``tree``, ``max_priority``,
+    ``alpha`` and ``eps``). Entries where ``valid`` is false write nothing; duplicates
+    resolve last-write-wins once, so the maximum sees only the writes kept. Leaf weight:
+    ``max((|p| + eps) ** alpha, min_weight)``; ``max_priority`` tracks ``|p| + eps``.
+    """
+    priority = jnp.abs(priorities) + state.eps
+    capacity = state.tree.capacity
+    indices, priority = sum_tree.deduplicate(jnp.where(valid, indices, -1), priority, capacity)
+    kept = indices >= 0
+    weight = jnp.maximum(priority**state.alpha, min_weight)
+    tree = sum_tree.update(state.tree, indices, weight, assume_unique=True)
+    max_priority = jnp.maximum(state.max_priority, jnp.max(jnp.where(kept, priority, 0.0)))
+    return tree, max_priority
+
+
 def make_prioritized_replay(
     capacity: int,
     num_envs: int,
@@ -262,26 +295,13 @@ def make_prioritized_replay(
     def update_priorities(
         state: PrioritizedReplayState, indices: Any, priorities: Any
     ) -> PrioritizedReplayState:
-        indices = jnp.asarray(indices, jnp.int32).reshape(-1)
-        priorities = jnp.asarray(priorities, jnp.float32).reshape(-1)
-        if indices.shape != priorities.shape:
-            raise ValueError(
-                f"update_priorities expects indices and priorities of the same shape [K], "
-                f"got {indices.shape} and {priorities.shape}"
-            )
+        indices, priorities = priority_batch(indices, priorities)
         valid = (
             (indices >= 0)
             & (indices < num_items_total)
             & is_valid(state.storage, indices // num_envs)
         )
-        priority = jnp.abs(priorities) + state.eps
-        # Resolve duplicates once, here, so that max_priority sees only the writes kept.
-        indices, priority = sum_tree.deduplicate(
-            jnp.where(valid, indices, -1), priority, num_items_total
-        )
-        kept = indices >= 0
-        tree = sum_tree.update(state.tree, indices, priority**state.alpha, assume_unique=True)
-        max_priority = jnp.maximum(state.max_priority, jnp.max(jnp.where(kept, priority, 0.0)))
+        tree, max_priority = write_priorities(state, indices, priorities, valid)
         return state.replace(tree=tree, max_priority=max_priority)
 
     def num_items(state: PrioritizedReplayState) -> Array:
