@@ -43,7 +43,7 @@ class Summary:
     run_time: float
     sps: float
     final_eval_return: float
-    best_eval_return: float
+    best_eval_return: float  # NaN when no evaluation ran during training
     first_solved_time: float | None  # wall seconds (compile included) to reach stop_return
     solved: bool
 
@@ -97,7 +97,7 @@ def run_experiment(
     compile_time = time.perf_counter() - compile_start
 
     total_steps = runner.num_chunks * runner.iterations_per_chunk * runner.steps_per_iteration
-    best, first_solved, steps, run_time = -math.inf, None, 0, 0.0
+    best, first_solved, steps, run_time = math.nan, None, 0, 0.0
     progress = Progress(
         BarColumn(bar_width=12),
         MofNCompleteColumn(),
@@ -120,7 +120,7 @@ def run_experiment(
             row["sps"] = runner.iterations_per_chunk * runner.steps_per_iteration / chunk_time
             writer.write(row)
             if not math.isnan(row["eval_return"]):
-                best = max(best, row["eval_return"])
+                best = row["eval_return"] if math.isnan(best) else max(best, row["eval_return"])
             progress.update(
                 task,
                 completed=steps,
