@@ -10,6 +10,7 @@ valid. Supported annotations: ``bool``, ``int``, ``float``, ``str``, ``Literal[.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import types
 import typing
 from collections.abc import Mapping
@@ -70,6 +71,15 @@ def coerce(value: Any, tp: Any, where: str) -> Any:
     else:
         raise TypeError(f"unsupported config annotation {tp!r} for {where}")
     raise ConfigError(f"{where}: expected {_type_name(tp)}, got {value!r} ({type(value).__name__})")
+
+
+def check_int(what: str, value: Any, minimum: int = 1) -> int:
+    """``value`` as an int if it is an integer (not a bool) ``>= minimum``, else a one-line
+    ``ConfigError`` (a ``ValueError``) naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        bound = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+        raise ConfigError(f"{what} must be {bound}, got {value!r}")
+    return int(value)
 
 
 def field_types(cls: type) -> dict[str, Any]:

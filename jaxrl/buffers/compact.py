@@ -109,8 +109,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.buffers import sum_tree
-from jaxrl.buffers.prioritized import priority_batch, write_priorities
+from jaxrl.buffers.prioritized import write_priorities
 from jaxrl.types import Transition
+from jaxrl.validation import check_int
 
 Array = jax.Array
 
@@ -202,12 +203,6 @@ class CompactReplayBuffer(NamedTuple):
     update_priorities: Callable[[CompactReplayState, Any, Any], CompactReplayState]
     num_items: Callable[[CompactReplayState], Array]
     gather: Callable[[CompactReplayState, Any, Any], Transition]
-
-
-def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _shape(name: str, value: Any) -> tuple[int, ...]:
@@ -339,11 +334,11 @@ def make_compact_replay(
       ValueError: on bad arguments (one line naming the argument); from ``init``/``add``
         at trace time on shapes that do not match the declared ones.
     """
-    capacity = _positive_int("capacity", capacity)
-    num_envs = _positive_int("num_envs", num_envs)
-    batch_size = _positive_int("batch_size", batch_size)
-    window = _positive_int("window", window)
-    stack = _positive_int("stack", stack, minimum=0)
+    capacity = check_int("capacity", capacity)
+    num_envs = check_int("num_envs", num_envs)
+    batch_size = check_int("batch_size", batch_size)
+    window = check_int("window", window)
+    stack = check_int("stack", stack, minimum=0)
     obs_shape = _shape("obs_shape", obs_shape)
     obs_dtype = _dtype("obs_dtype", obs_dtype)
     action_shape = _shape("action_shape", action_shape)
@@ -608,7 +603,7 @@ def make_compact_replay(
     ) -> CompactReplayState:
         if not prioritized:
             return state
-        indices, priorities = priority_batch(indices, priorities)
+        indices, priorities = sum_tree.index_value_batch(indices, priorities, "update_priorities")
         in_range = (indices >= 0) & (indices < num_items_total)
         current = sum_tree.get(state.tree, jnp.clip(indices, 0, num_items_total - 1))
         valid = (current > 0) & in_range

@@ -64,7 +64,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl.buffers import sum_tree
-from jaxrl.buffers.replay import ReplayState, _positive_int, make_uniform_replay
+from jaxrl.buffers.replay import ReplayState, make_uniform_replay
+from jaxrl.validation import check_int
 
 Array = jax.Array
 PyTree = Any
@@ -143,19 +144,6 @@ def _non_negative_float(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
         raise ValueError(f"{name} must be a float >= 0, got {value!r}")
     return float(value)
-
-
-def priority_batch(indices: Any, priorities: Any) -> tuple[Array, Array]:
-    """``indices`` int32 and ``priorities`` float32, both flattened to ``[K]``; a
-    ValueError names the shapes when they differ."""
-    indices = jnp.asarray(indices, jnp.int32).reshape(-1)
-    priorities = jnp.asarray(priorities, jnp.float32).reshape(-1)
-    if indices.shape != priorities.shape:
-        raise ValueError(
-            f"update_priorities expects indices and priorities of the same shape [K], "
-            f"got {indices.shape} and {priorities.shape}"
-        )
-    return indices, priorities
 
 
 def write_priorities(
@@ -239,7 +227,7 @@ def make_prioritized_replay(
     uniform = make_uniform_replay(capacity, num_envs, batch_size, window)
     alpha = _non_negative_float("alpha", alpha)
     eps = _non_negative_float("eps", eps)
-    branching = _positive_int("branching", branching)
+    branching = check_int("branching", branching)
     sum_tree.init(1, branching)  # validates branching
     num_rows = capacity // num_envs
     num_items_total = num_rows * num_envs
@@ -295,7 +283,7 @@ def make_prioritized_replay(
     def update_priorities(
         state: PrioritizedReplayState, indices: Any, priorities: Any
     ) -> PrioritizedReplayState:
-        indices, priorities = priority_batch(indices, priorities)
+        indices, priorities = sum_tree.index_value_batch(indices, priorities, "update_priorities")
         valid = (
             (indices >= 0)
             & (indices < num_items_total)

@@ -32,6 +32,8 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
+from jaxrl.validation import check_int
+
 Array = jax.Array
 PyTree = Any
 
@@ -85,12 +87,6 @@ class ReplayBuffer(NamedTuple):
     can_sample: Callable[[ReplayState], Array]
 
 
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
-
-
 def make_uniform_replay(
     capacity: int, num_envs: int, batch_size: int, window: int = 1
 ) -> ReplayBuffer:
@@ -130,10 +126,10 @@ def make_uniform_replay(
       ValueError: on non-positive arguments or ``capacity < num_envs * window``; from
         ``init``/``add`` (at trace time) on leaves whose shapes do not match.
     """
-    capacity = _positive_int("capacity", capacity)
-    num_envs = _positive_int("num_envs", num_envs)
-    batch_size = _positive_int("batch_size", batch_size)
-    window = _positive_int("window", window)
+    capacity = check_int("capacity", capacity)
+    num_envs = check_int("num_envs", num_envs)
+    batch_size = check_int("batch_size", batch_size)
+    window = check_int("window", window)
     if capacity < num_envs * window:
         raise ValueError(
             f"capacity must be >= num_envs * window = {num_envs} * {window} = "

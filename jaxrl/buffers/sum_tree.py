@@ -60,6 +60,8 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from jaxrl.validation import check_int
+
 Array = jax.Array
 
 _INT32_MAX = 2**31 - 1
@@ -138,9 +140,8 @@ def init(capacity: int, branching: int = 8) -> SumTree:
     Returns:
       A ``SumTree`` whose nodes are all zeros.
     """
-    for name, value in (("capacity", capacity), ("branching", branching)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    capacity = check_int("capacity", capacity)
+    branching = check_int("branching", branching)
     if branching < 2 or branching & (branching - 1):
         raise ValueError(f"branching must be a power of two >= 2, got {branching}")
     size = sum(_round_up(n, branching) for n in level_sizes(capacity, branching))
@@ -201,6 +202,19 @@ def deduplicate(indices: ArrayLike, values: ArrayLike, capacity: int) -> tuple[A
     return jnp.where(is_last, indices, -1), values
 
 
+def index_value_batch(indices: ArrayLike, values: ArrayLike, what: str) -> tuple[Array, Array]:
+    """``indices`` int32 and ``values`` float32, both flattened to ``[K]``; a ValueError
+    names ``what`` and both shapes when they differ."""
+    indices = jnp.asarray(indices, jnp.int32).reshape(-1)
+    values = jnp.asarray(values, jnp.float32).reshape(-1)
+    if indices.shape != values.shape:
+        raise ValueError(
+            f"{what} expects indices and priorities of the same shape [K], got "
+            f"{indices.shape} and {values.shape}"
+        )
+    return indices, values
+
+
 def update(
     tree: SumTree,
     indices: ArrayLike,
@@ -234,13 +248,7 @@ def update(
     Returns:
       The updated ``SumTree``.
     """
-    indices = jnp.asarray(indices, jnp.int32).reshape(-1)
-    priorities = jnp.asarray(priorities, jnp.float32).reshape(-1)
-    if priorities.shape != indices.shape:
-        raise ValueError(
-            f"update expects indices and priorities of the same shape [K], got "
-            f"{indices.shape} and {priorities.shape}"
-        )
+    indices, priorities = index_value_batch(indices, priorities, "update")
     if indices.shape[0] == 0:
         return tree
     # XLA flushes subnormal floats to zero on CPU and GPU, so a subnormal priority would

@@ -20,8 +20,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from jaxrl.envs import classic
-from jaxrl.envs.core import VectorEnvState, check_positive_int, make_vector_env
+from jaxrl.envs.core import VectorEnvState, make_vector_env
 from jaxrl.types import ConfigError, Env
+from jaxrl.validation import check_int
 
 __all__ = [
     "VectorEnvState",
@@ -143,7 +144,7 @@ def make(name: str, num_envs: int = 1, **kwargs: Any) -> Env:
     the factory does not accept raises ``ConfigError`` naming it and the valid options.
     """
     canonical, factory = _resolve(name)
-    num_envs = check_positive_int("num_envs", num_envs)
+    num_envs = check_int("num_envs", num_envs)
     try:
         params = inspect.signature(factory).parameters.values()
     except (TypeError, ValueError):  # no signature (e.g. some builtins): let it check

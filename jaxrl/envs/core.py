@@ -21,14 +21,14 @@ whole rollout can be vmapped over seeds.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from jaxrl.types import Array, Box, ConfigError, Discrete, Env, EnvSpec, PRNGKey, TimeStep
+from jaxrl.types import Array, Box, Discrete, Env, EnvSpec, PRNGKey, TimeStep
+from jaxrl.validation import check_int
 
 ResetFn = Callable[[PRNGKey], tuple[Any, Array]]
 StepFn = Callable[[Any, Array, PRNGKey], tuple[Any, Array, Array, Array]]
@@ -46,13 +46,6 @@ class VectorEnvState(NamedTuple):
     core: Any
     episode_return: Array
     episode_length: Array
-
-
-def check_positive_int(what: str, value: Any) -> int:
-    """Return ``value`` as an int if it is a positive integer, else raise ``ConfigError``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ConfigError(f"{what} must be a positive int, got {value!r}")
-    return int(value)
 
 
 def _where(done: Array, new: Array, old: Array) -> Array:
@@ -97,8 +90,8 @@ def make_vector_env(
       After ``reset``, reward is 0, both flags are False and the info entries are
       ``final_obs == obs`` and zeros.
     """
-    num_envs = check_positive_int("num_envs", num_envs)
-    max_episode_steps = check_positive_int("max_episode_steps", max_episode_steps)
+    num_envs = check_int("num_envs", num_envs)
+    max_episode_steps = check_int("max_episode_steps", max_episode_steps)
     spec = EnvSpec(
         name=name,
         obs_shape=tuple(obs_shape),

@@ -9,12 +9,32 @@ greedy evaluation). Without ``noisy`` the ``deterministic`` argument is ignored.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import flax.linen as nn
 import jax
 
 from jaxrl.networks.noisy import dense
 
 Array = jax.Array
+
+
+def dueling_streams(
+    layer: Callable[[int], nn.Module],
+    features: Array,
+    hidden_size: int,
+    value_size: int,
+    advantage_size: int,
+) -> tuple[Array, Array]:
+    """The value and advantage streams of a dueling head (Wang et al. 2016), created in
+    the order ``[value hidden, advantage hidden,] value, advantage`` inside the caller's
+    compact scope; each has one ReLU hidden layer of ``hidden_size`` units when
+    ``hidden_size > 0``. Returns ``([..., value_size], [..., advantage_size])``."""
+    v, a = features, features
+    if hidden_size:
+        v = nn.relu(layer(hidden_size)(v))
+        a = nn.relu(layer(hidden_size)(a))
+    return layer(value_size)(v), layer(advantage_size)(a)
 
 
 class QHead(nn.Module):
@@ -47,15 +67,10 @@ class DuelingHead(nn.Module):
 
     @nn.compact
     def __call__(self, features: Array, deterministic: bool = False) -> Array:
-        def layer(n: int) -> nn.Module:
-            return dense(n, noisy=self.noisy, sigma0=self.sigma0, deterministic=deterministic)
-
-        v, a = features, features
-        if self.hidden_size:
-            v = nn.relu(layer(self.hidden_size)(v))
-            a = nn.relu(layer(self.hidden_size)(a))
-        value = layer(1)(v)
-        advantage = layer(self.num_actions)(a)
+        layer = lambda n: dense(
+            n, noisy=self.noisy, sigma0=self.sigma0, deterministic=deterministic
+        )
+        value, advantage = dueling_streams(layer, features, self.hidden_size, 1, self.num_actions)
         return value + advantage - advantage.mean(axis=-1, keepdims=True)
 
 
@@ -107,16 +122,11 @@ class DuelingCategoricalHead(nn.Module):
 
     @nn.compact
     def __call__(self, features: Array, deterministic: bool = False) -> Array:
-        def layer(n: int) -> nn.Module:
-            return dense(n, noisy=self.noisy, sigma0=self.sigma0, deterministic=deterministic)
-
+        layer = lambda n: dense(
+            n, noisy=self.noisy, sigma0=self.sigma0, deterministic=deterministic
+        )
         n_a, k = self.num_actions, self.num_atoms
-        v, a = features, features
-        if self.hidden_size:
-            v = nn.relu(layer(self.hidden_size)(v))
-            a = nn.relu(layer(self.hidden_size)(a))
-        value = layer(k)(v)
+        value, advantage = dueling_streams(layer, features, self.hidden_size, k, n_a * k)
         value = value.reshape(*value.shape[:-1], 1, k)
-        advantage = layer(n_a * k)(a)
         advantage = advantage.reshape(*advantage.shape[:-1], n_a, k)
         return value + advantage - advantage.mean(axis=-2, keepdims=True)
