@@ -5,6 +5,10 @@ Examples::
     python -m jaxrl.train --agent dqn --env CartPole
     python -m jaxrl.train --agent dqn --env Acrobot --steps 200000 --agent.lr 3e-4
     python -m jaxrl.train --config runs/dqn_CartPole-v1_s0_.../config.yaml
+    python -m jaxrl.train --agent dqn --env CartPole --checkpoint-every 20000 --keep 3
+    python -m jaxrl.train --resume runs/dqn_CartPole-v1_s0_...   [--steps 300000]
+    python -m jaxrl.train --agent dqn --env CartPole --seeds 8
+    python -m jaxrl.train --agent dqn --env CartPole --seeds 4 --sweep agent.lr=1e-3,3e-4
 
 Dotted overrides set any option: ``--agent.KEY VALUE``, ``--env.KEY VALUE`` and
 ``--run.KEY VALUE`` (``--agent.n_step 3``, ``--run.eval_every 20000``). A user's mistake
@@ -60,6 +64,26 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
     parser.add_argument("--seed", type=int, help="random seed")
     parser.add_argument("--num-envs", type=int, help="parallel environments")
     parser.add_argument("--logdir", default="runs", help="parent of run directories (runs)")
+    parser.add_argument(
+        "--resume", metavar="RUN_DIR", help="continue RUN_DIR from its newest checkpoint"
+    )
+    parser.add_argument(
+        "--checkpoint-every",
+        type=int,
+        metavar="N",
+        help="save a checkpoint every N env steps (default 0: only at the end)",
+    )
+    parser.add_argument("--keep", type=int, metavar="K", help="checkpoints kept (default 3)")
+    parser.add_argument(
+        "--seeds", type=int, metavar="K", help="train K seeds (seed, seed+1, ...) as one program"
+    )
+    parser.add_argument(
+        "--sweep",
+        action="append",
+        default=[],
+        metavar="agent.NAME=V1,V2",
+        help="vmap over values of a continuous hyperparameter (repeatable: a grid)",
+    )
     args, rest = parser.parse_known_args(argv)
     overrides: dict[str, Any] = {}
     i = 0
@@ -85,7 +109,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args, overrides = parse_args(argv)
         from jaxrl.experiment.config import resolve
-        from jaxrl.experiment.run import run_experiment
+        from jaxrl.experiment.run import Launch, resume_experiment, run_experiment
+        from jaxrl.experiment.sweep import parse_sweep
+
+        if args.resume is not None:
+            given = [
+                flag
+                for flag, value in (
+                    ("--agent", args.agent),
+                    ("--env", args.env),
+                    ("--config", args.config),
+                    ("--seed", args.seed),
+                    ("--num-envs", args.num_envs),
+                    ("--seeds", args.seeds),
+                    ("--sweep", args.sweep or None),
+                )
+                if value is not None
+            ]
+            if given or overrides:
+                what = given[0] if given else f"--{next(iter(overrides))}"
+                raise ConfigError(
+                    f"--resume continues a run with its saved config; {what} cannot be "
+                    "changed (only --steps, --checkpoint-every and --keep)"
+                )
+            resume_experiment(
+                args.resume,
+                steps=args.steps,
+                checkpoint_every=args.checkpoint_every,
+                keep=args.keep,
+            )
+            return 0
+        launch = Launch(
+            seeds=1 if args.seeds is None else args.seeds,
+            sweep=parse_sweep(args.sweep),
+            checkpoint_every=args.checkpoint_every or 0,
+            keep=3 if args.keep is None else args.keep,
+        )
 
         cfg = resolve(
             agent=args.agent,
@@ -96,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             num_envs=args.num_envs,
             overrides=overrides,
         )
-        run_experiment(cfg, args.logdir)
+        run_experiment(cfg, args.logdir, launch=launch)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

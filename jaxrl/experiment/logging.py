@@ -57,20 +57,34 @@ class MetricsWriter:
     metrics in the order they appear. NaN is written as an empty CSV cell and JSON null.
     """
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, keep_rows: int | None = None, purge_step: int | None = None):
+        """``keep_rows``: resume an existing run: keep its first ``keep_rows`` rows (drop
+        any written after its last checkpoint) and append. ``purge_step``: TensorBoard
+        hides the old run's events from that step on."""
         self.run_dir = Path(run_dir)
-        self._jsonl = open(self.run_dir / "metrics.jsonl", "w")
-        self._csv_file = open(self.run_dir / "metrics.csv", "w", newline="")
         self._csv: csv.DictWriter | None = None
+        mode = "w"
+        if keep_rows is not None:
+            mode = "a"
+            jsonl, csv_path = self.run_dir / "metrics.jsonl", self.run_dir / "metrics.csv"
+            lines = jsonl.read_text().splitlines(keepends=True) if jsonl.exists() else []
+            jsonl.write_text("".join(lines[:keep_rows]))
+            lines = csv_path.read_text().splitlines(keepends=True) if csv_path.exists() else []
+            csv_path.write_text("".join(lines[: keep_rows + 1] if keep_rows else []))
+        self._jsonl = open(self.run_dir / "metrics.jsonl", mode)
+        self._csv_file = open(self.run_dir / "metrics.csv", mode, newline="")
+        if keep_rows:
+            columns = next(csv.reader([lines[0]]))
+            self._csv = csv.DictWriter(self._csv_file, columns, extrasaction="ignore")
         self._tb = None
         try:
             from tensorboardX import SummaryWriter
         except ImportError:
             pass
         else:
-            self._tb = SummaryWriter(str(self.run_dir))
+            self._tb = SummaryWriter(str(self.run_dir), purge_step=purge_step)
 
-    def write(self, row: Mapping[str, Any]) -> None:
+    def write(self, row: Mapping[str, Any], tag_prefix: str = "") -> None:
         row = {k: _jsonable(v) for k, v in row.items()}
         self._jsonl.write(json.dumps(row) + "\n")
         self._jsonl.flush()
@@ -84,7 +98,7 @@ class MetricsWriter:
         if self._tb is not None:
             for key, value in row.items():
                 if key != "step" and isinstance(value, int | float):
-                    self._tb.add_scalar(key, value, row["step"])
+                    self._tb.add_scalar(tag_prefix + key, value, row["step"])
 
     def close(self) -> None:
         self._jsonl.close()

@@ -1,0 +1,108 @@
+"""RGB frames of the classic-control environments, drawn with NumPy from the state.
+
+``render(name, state) -> uint8 [H, W, 3]`` draws one environment's state (a row of
+``VectorEnvState.core``: ``[x, x_dot, theta, theta_dot]`` for CartPole-v1, ``[th1, th2,
+dth1, dth2]`` for Acrobot-v1, ``[position, velocity]`` for the mountain cars, ``[theta,
+thdot]`` for Pendulum-v1) in the layout of Gymnasium's pictures. Used by
+``python -m jaxrl.evaluate --video``; ``renderable()`` lists the names it knows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+HEIGHT, WIDTH = 240, 360
+BLACK, CART, POLE, BLUE = (0, 0, 0), (40, 40, 40), (202, 152, 101), (60, 90, 200)
+
+
+def _canvas() -> np.ndarray:
+    return np.full((HEIGHT, WIDTH, 3), 255, np.uint8)
+
+
+def _segment(canvas: np.ndarray, p0, p1, width: float, color) -> None:
+    """Paints the pixels within ``width / 2`` of the segment ``p0 -> p1`` (x right, y up)."""
+    ys, xs = np.mgrid[0:HEIGHT, 0:WIDTH]
+    px, py = xs + 0.5, HEIGHT - ys - 0.5
+    (x0, y0), (x1, y1) = p0, p1
+    dx, dy = x1 - x0, y1 - y0
+    t = np.clip(((px - x0) * dx + (py - y0) * dy) / max(dx * dx + dy * dy, 1e-9), 0.0, 1.0)
+    dist = np.hypot(px - (x0 + t * dx), py - (y0 + t * dy))
+    canvas[dist <= width / 2] = color
+
+
+def _box(canvas: np.ndarray, left: float, bottom: float, right: float, top: float, color) -> None:
+    rows = slice(max(0, int(HEIGHT - top)), max(0, int(HEIGHT - bottom)))
+    cols = slice(max(0, int(left)), max(0, int(right)))
+    canvas[rows, cols] = color
+
+
+def cartpole(state: np.ndarray) -> np.ndarray:
+    x, _, theta, _ = (float(v) for v in state)
+    canvas, scale = _canvas(), WIDTH / 4.8
+    cart_x, cart_y = x * scale + WIDTH / 2, 60.0
+    _segment(canvas, (0, cart_y), (WIDTH, cart_y), 1, BLACK)
+    _box(canvas, cart_x - 20, cart_y - 10, cart_x + 20, cart_y + 10, CART)
+    tip = (cart_x + 2 * 0.5 * scale * math.sin(theta), cart_y + 2 * 0.5 * scale * math.cos(theta))
+    _segment(canvas, (cart_x, cart_y), tip, 8, POLE)
+    return canvas
+
+
+def acrobot(state: np.ndarray) -> np.ndarray:
+    th1, th2 = float(state[0]), float(state[1])
+    canvas, scale, origin = _canvas(), HEIGHT / 4.4, (WIDTH / 2, HEIGHT / 2)
+    p1 = (origin[0] + scale * math.sin(th1), origin[1] - scale * math.cos(th1))
+    p2 = (p1[0] + scale * math.sin(th1 + th2), p1[1] - scale * math.cos(th1 + th2))
+    _segment(canvas, (0, origin[1] + scale), (WIDTH, origin[1] + scale), 1, BLACK)
+    _segment(canvas, origin, p1, 8, BLUE)
+    _segment(canvas, p1, p2, 8, BLUE)
+    return canvas
+
+
+def mountain_car(state: np.ndarray) -> np.ndarray:
+    position = float(state[0])
+    canvas, scale = _canvas(), WIDTH / 1.8
+    height = lambda x: math.sin(3 * x) * 0.45 + 0.55
+    xs = np.linspace(-1.2, 0.6, 60)
+    for a, b in zip(xs[:-1], xs[1:], strict=True):
+        _segment(
+            canvas,
+            ((a + 1.2) * scale, height(a) * scale),
+            ((b + 1.2) * scale, height(b) * scale),
+            2,
+            BLACK,
+        )
+    flag = (0.5 + 1.2) * scale
+    _segment(canvas, (flag, height(0.5) * scale), (flag, height(0.5) * scale + 30), 2, BLACK)
+    car = ((position + 1.2) * scale, height(position) * scale + 8)
+    _segment(canvas, car, car, 16, CART)
+    return canvas
+
+
+def pendulum(state: np.ndarray) -> np.ndarray:
+    theta = float(state[0])
+    canvas, length, origin = _canvas(), HEIGHT * 0.4, (WIDTH / 2, HEIGHT / 2)
+    tip = (origin[0] + length * math.sin(theta), origin[1] + length * math.cos(theta))
+    _segment(canvas, origin, tip, 12, (204, 77, 77))
+    _segment(canvas, origin, origin, 6, BLACK)
+    return canvas
+
+
+RENDERERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "CartPole-v1": cartpole,
+    "Acrobot-v1": acrobot,
+    "MountainCar-v0": mountain_car,
+    "MountainCarContinuous-v0": mountain_car,
+    "Pendulum-v1": pendulum,
+}
+
+
+def renderable() -> list[str]:
+    return sorted(RENDERERS)
+
+
+def render(name: str, state: np.ndarray) -> np.ndarray:
+    """One frame ``uint8 [HEIGHT, WIDTH, 3]`` of env ``name`` in ``state`` (one env's core)."""
+    return RENDERERS[name](np.asarray(state))

@@ -1,0 +1,167 @@
+"""``python -m jaxrl.evaluate RUN_DIR``: evaluate a saved policy.
+
+Examples::
+
+    python -m jaxrl.evaluate runs/dqn_CartPole-v1_s0_...                  # 10 greedy episodes
+    python -m jaxrl.evaluate runs/dqn_CartPole-v1_s0_... --episodes 100 --epsilon 0.05
+    python -m jaxrl.evaluate runs/dqn_CartPole-v1_s0_... --video cartpole.mp4
+
+Restores the newest checkpoint (or ``--step``), runs ``--episodes`` episodes in parallel
+with ``agent.act(..., explore=False)`` (the agent's ``eval_epsilon``, or ``--epsilon``),
+and prints the mean, standard deviation, minimum and maximum return (one line per member
+for seed and sweep runs). ``--video FILE`` records one episode with imageio
+(``pip install jaxrl[video]``) for environments that render (``jaxrl.envs.render``).
+A user's mistake (a missing run or checkpoint, a corrupt checkpoint) prints one line and
+exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from jaxrl.types import ConfigError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise ConfigError(message)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = _Parser(prog="python -m jaxrl.evaluate", description="Evaluate a saved policy.")
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory with checkpoints")
+    parser.add_argument("--episodes", type=int, default=10, help="episodes (default 10)")
+    parser.add_argument(
+        "--epsilon", type=float, help="act epsilon-greedily with this epsilon (default: greedy)"
+    )
+    parser.add_argument("--step", type=int, help="checkpoint to load (default: the newest)")
+    parser.add_argument("--seed", type=int, default=0, help="evaluation seed (default 0)")
+    parser.add_argument("--video", metavar="FILE.mp4", help="record one episode into FILE")
+    args = parser.parse_args(argv)
+    if args.episodes < 1:
+        raise ConfigError(f"--episodes must be >= 1, got {args.episodes}")
+    if args.epsilon is not None and not 0.0 <= args.epsilon <= 1.0:
+        raise ConfigError(f"--epsilon must be in [0, 1], got {args.epsilon}")
+    return args
+
+
+def with_epsilon(state: Any, epsilon: float | None) -> Any:
+    """``state`` with ``hparams.eval_epsilon`` set to ``epsilon`` (unchanged when None)."""
+    if epsilon is None:
+        return state
+    hparams = getattr(state, "hparams", None)
+    if hparams is None or not hasattr(hparams, "eval_epsilon"):
+        raise ConfigError("--epsilon: this agent has no eval_epsilon hyperparameter")
+    import jax.numpy as jnp
+
+    value = jnp.full_like(hparams.eval_epsilon, epsilon)
+    return state.replace(hparams=hparams.replace(eval_epsilon=value))
+
+
+def evaluate_returns(agent, agent_state, env, key, batched: bool):
+    """Each episode's return: ``[episodes]``, or ``[members, episodes]`` when ``batched``."""
+    import jax
+
+    from jaxrl.runners import make_evaluate
+
+    evaluate = make_evaluate(agent, env)
+    if batched:
+        evaluate = jax.vmap(evaluate, in_axes=(0, None))
+    return jax.device_get(jax.jit(evaluate)(agent_state, key))
+
+
+def record(agent, agent_state, cfg, key, path: str) -> int:
+    """Writes one greedy episode of the first member to ``path``; returns its frames."""
+    import jax
+    import numpy as np
+
+    from jaxrl import envs
+    from jaxrl.envs.render import render, renderable
+    from jaxrl.experiment.config import env_kwargs
+
+    name = cfg["env"]["name"]
+    if name not in renderable():
+        raise ConfigError(
+            f"--video: env '{name}' does not render; environments that do: "
+            f"{', '.join(renderable())}"
+        )
+    try:
+        import imageio.v2 as imageio
+    except ImportError:
+        raise ConfigError("--video needs imageio: pip install 'jaxrl[video]'") from None
+    env = envs.make(name, num_envs=1, **env_kwargs(cfg))
+    reset, step = jax.jit(env.reset), jax.jit(env.step)
+    act = jax.jit(lambda s, obs, k: agent.act(s, obs, k, False)[0])
+    key, reset_key = jax.random.split(key)
+    env_state, ts = reset(reset_key)
+    frames = [render(name, np.asarray(env_state.core)[0])]
+    for _ in range(env.spec.max_episode_steps):
+        key, act_key, step_key = jax.random.split(key, 3)
+        before = env_state
+        env_state, ts = step(env_state, act(agent_state, ts.obs, act_key), step_key)
+        if bool(ts.terminated[0] | ts.truncated[0]):
+            # The env already reset: draw the last state from the final observation's step.
+            frames.append(
+                frames[-1] if name != "CartPole-v1" else render(name, ts.info["final_obs"][0])
+            )
+            break
+        frames.append(render(name, np.asarray(env_state.core)[0]))
+        del before
+    fps = 50 if name == "CartPole-v1" else 30
+    try:
+        imageio.mimwrite(path, frames, fps=fps)
+    except (ValueError, RuntimeError, OSError) as e:
+        raise ConfigError(f"--video: cannot write '{path}': {e}".splitlines()[0]) from None
+    return len(frames)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = parse_args(argv)
+        import jax
+        import numpy as np
+
+        from jaxrl import envs
+        from jaxrl.checkpoint import restore
+        from jaxrl.experiment.config import env_kwargs
+        from jaxrl.experiment.run import read_launch
+        from jaxrl.experiment.sweep import grid
+
+        agent, state, cfg = restore(args.run_dir, args.step)
+        launch = read_launch(args.run_dir)
+        state = with_epsilon(state, args.epsilon)
+        env = envs.make(cfg["env"]["name"], num_envs=args.episodes, **env_kwargs(cfg))
+        key = jax.random.PRNGKey(args.seed)
+        returns = np.asarray(evaluate_returns(agent, state, env, key, launch.batched))
+        policy = "greedy" if args.epsilon is None else f"epsilon {args.epsilon:g}"
+        print(f"{cfg['agent']['name']} on {cfg['env']['name']}, {args.episodes} episodes, {policy}")
+        if launch.batched:
+            members = [
+                {"seed": cfg["run"]["seed"] + i, **point}
+                for point in grid(launch.sweep)
+                for i in range(launch.seeds)
+            ]
+        else:
+            members, returns = [{}], returns[None]
+        for member, r in zip(members, returns, strict=True):
+            name = " ".join(f"{k}={v:g}" for k, v in member.items())
+            print(
+                f"{name + ': ' if name else ''}return mean {r.mean():.2f}  std {r.std():.2f}  "
+                f"min {r.min():.2f}  max {r.max():.2f}"
+            )
+        if args.video:
+            first = jax.tree.map(lambda x: x[0], state) if launch.batched else state
+            frames = record(agent, first, cfg, jax.random.PRNGKey(args.seed + 1), args.video)
+            print(f"video: {args.video} ({frames} frames)")
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""Checkpoints: exact resume (2N straight == N, stop, resume, N more: same parameters,
+replay buffer with its sum tree, and metrics, bit for bit), a save killed midway leaves a
+resumable run, the last --keep checkpoints are kept, and a missing or corrupt checkpoint
+is a one-line error with exit code 2 that changes nothing."""
+
+import json
+import shutil
+
+import jax
+import numpy as np
+import orbax.checkpoint as ocp
+import pytest
+
+from jaxrl.checkpoint import restore
+from jaxrl.experiment.checkpoint import CHECKPOINT_DIR, checkpoint_steps
+from jaxrl.train import main
+from jaxrl.types import ConfigError
+
+# Rainbow with prioritized replay (a sum tree in the state) and noisy nets, tiny.
+TINY_RAINBOW = [
+    "--agent", "rainbow", "--env", "CartPole", "--num-envs", "4",
+    "--agent.hidden_sizes", "[8]",
+    "--agent.num_atoms", "11",
+    "--agent.batch_size", "8",
+    "--agent.buffer_size", "256",
+    "--agent.updates_per_rollout", "2",
+    "--agent.learning_starts", "64",
+    "--agent.target_update_period", "64",
+    "--run.rollout_len", "4",
+    "--run.log_every", "128",
+    "--run.eval_every", "256",
+    "--run.eval_episodes", "2",
+    "--run.stop_return", "null",
+]  # fmt: skip
+WALL_CLOCK = ("time", "sps")
+
+
+def rows(run_dir):
+    lines = (run_dir / "metrics.jsonl").read_text().splitlines()
+    return [{k: v for k, v in json.loads(line).items() if k not in WALL_CLOCK} for line in lines]
+
+
+def csv_rows(run_dir):
+    lines = (run_dir / "metrics.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    drop = [header.index(c) for c in WALL_CLOCK]
+    return [[v for i, v in enumerate(line.split(",")) if i not in drop] for line in lines]
+
+
+def train(logdir, *args):
+    before = set(logdir.iterdir()) if logdir.exists() else set()
+    assert main([*TINY_RAINBOW, "--logdir", str(logdir), *args]) == 0
+    (run_dir,) = set(logdir.iterdir()) - before
+    return run_dir
+
+
+def assert_same_tree(a, b):
+    leaves_a, leaves_b = jax.tree.leaves(a), jax.tree.leaves(b)
+    assert jax.tree.structure(a) == jax.tree.structure(b) and len(leaves_a) > 10
+    for x, y in zip(leaves_a, leaves_b, strict=True):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory):
+    """1024 env steps in one go, a checkpoint every 256 steps, the last 2 kept."""
+    logdir = tmp_path_factory.mktemp("straight")
+    return train(logdir, "--steps", "1024", "--checkpoint-every", "256", "--keep", "2")
+
+
+def test_resume_is_exact(tmp_path, straight):
+    half = train(tmp_path, "--steps", "512")
+    assert checkpoint_steps(half) == [512]  # saved at the end only
+    _, state_half, _ = restore(half)
+    _, state_mid, _ = restore(straight, step=768)
+    assert main(["--resume", str(half), "--steps", "1024"]) == 0
+    _, resumed, cfg = restore(half)
+    _, direct, _ = restore(straight)
+    assert cfg["run"]["steps"] == 1024 and cfg["agent"]["prioritized"]
+    # Every array: params, target params, Adam state, replay buffer with its sum tree.
+    assert_same_tree(resumed, direct)
+    assert rows(half) == rows(straight) and len(rows(half)) == 8
+    assert csv_rows(half) == csv_rows(straight)
+    # --keep 2: only the newest two of the four checkpoints remain, and the halfway
+    # states differ from the final ones (the test compares something that moved).
+    assert checkpoint_steps(straight) == [768, 1024]
+    changed = jax.tree.leaves(jax.tree.map(lambda x, y: bool((x != y).any()), state_mid, direct))
+    assert any(changed)
+
+
+def test_killed_save_leaves_a_resumable_run(tmp_path, straight, monkeypatch, capsys):
+    calls = {"n": 0}
+    original = ocp.JsonCheckpointHandler.async_save
+
+    async def killed_on_third_save(self, *args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:  # the arrays of step 768 are written, its metadata is not
+            raise KeyboardInterrupt
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ocp.JsonCheckpointHandler, "async_save", killed_on_third_save)
+    logdir = tmp_path / "runs"
+    assert main([*TINY_RAINBOW, "--logdir", str(logdir), "--steps", "1024",
+                 "--checkpoint-every", "256"]) == 130  # fmt: skip
+    monkeypatch.setattr(ocp.JsonCheckpointHandler, "async_save", original)
+    (run_dir,) = logdir.iterdir()
+    leftovers = [p.name for p in (run_dir / CHECKPOINT_DIR).iterdir() if "tmp" in p.name]
+    assert leftovers and leftovers[0].startswith("768")
+    assert checkpoint_steps(run_dir) == [256, 512]
+    assert len(rows(run_dir)) == 6  # rows written after the last complete checkpoint ...
+    capsys.readouterr()
+    assert main(["--resume", str(run_dir)]) == 0
+    assert "resuming at step 512" in " ".join(capsys.readouterr().out.split())
+    assert rows(run_dir) == rows(straight)  # ... are cut and written again, once
+    assert_same_tree(restore(run_dir)[1], restore(straight)[1])
+    assert not [p for p in (run_dir / CHECKPOINT_DIR).iterdir() if "tmp" in p.name]
+
+
+def tree_bytes(path):
+    return {p: p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_missing_or_corrupt_checkpoint_is_one_line_exit_2(tmp_path, straight, capsys):
+    def fails(argv, fragment):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and fragment in err and "Traceback" not in err
+
+    fails(["--resume", str(tmp_path / "nope")], "does not exist")
+    empty = tmp_path / "empty"
+    shutil.copytree(straight, empty)
+    shutil.rmtree(empty / CHECKPOINT_DIR)
+    fails(["--resume", str(empty)], "has no checkpoint")
+    fails(["--resume", str(straight), "--agent.lr", "1"], "cannot be changed")
+
+    corrupt = tmp_path / "corrupt"
+    shutil.copytree(straight, corrupt)
+    for path in (corrupt / CHECKPOINT_DIR / "1024" / "state").rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"garbage")
+    saved = tree_bytes(corrupt)
+    fails(["--resume", str(corrupt)], "checkpoint 1024 of")
+    assert tree_bytes(corrupt) == saved  # nothing the user had was changed
+    with pytest.raises(ConfigError, match="unreadable"):
+        restore(corrupt)
+    with pytest.raises(ConfigError, match="no checkpoint at step 5; available: 768, 1024"):
+        restore(straight, step=5)
+
+
+def test_restored_agent_acts(straight):
+    agent, state, cfg = restore(straight)
+    obs = jax.numpy.zeros((3, 4))
+    greedy, _ = agent.act(state, obs, jax.random.PRNGKey(0), False)
+    assert greedy.shape == (3,) and cfg["agent"]["name"] == "rainbow"
+    # Greedy actions do not depend on the key (noise off, eval epsilon 0 here).
+    state = state.replace(hparams=state.hparams.replace(eval_epsilon=np.float32(0.0)))
+    a, _ = agent.act(state, obs, jax.random.PRNGKey(1), False)
+    b, _ = agent.act(state, obs, jax.random.PRNGKey(2), False)
+    np.testing.assert_array_equal(a, b)

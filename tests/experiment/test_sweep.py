@@ -1,0 +1,156 @@
+"""Seed and hyperparameter sweeps: parsing and the grid, structural names refused, one
+vmapped program of (2 learning rates x 2 seeds) whose every curve equals the separate
+single run with the same key and learning rate, and the same program sharded over 4
+devices giving the same curves."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxrl.agents.rainbow import RainbowHparams
+from jaxrl.experiment.sweep import check_sweep, grid, member_hparams, parse_sweep
+from jaxrl.train import main
+from jaxrl.types import ConfigError
+
+TINY_DQN = [
+    "--agent", "dqn", "--env", "CartPole", "--num-envs", "4", "--steps", "512",
+    "--agent.hidden_sizes", "[8]",
+    "--agent.batch_size", "8",
+    "--agent.buffer_size", "256",
+    "--agent.updates_per_rollout", "2",
+    "--agent.learning_starts", "64",
+    "--agent.target_update_period", "64",
+    "--agent.epsilon_decay_steps", "256",
+    "--run.rollout_len", "4",
+    "--run.log_every", "128",
+    "--run.eval_every", "256",
+    "--run.eval_episodes", "2",
+    "--run.stop_return", "null",
+]  # fmt: skip
+LRS = ("0.01", "0.0003")
+COMPARED = ("episode_return", "episodes", "loss", "q_mean", "epsilon", "eval_return")
+
+
+def train(logdir, *args):
+    before = set(logdir.iterdir()) if logdir.exists() else set()
+    assert main([*TINY_DQN, "--logdir", str(logdir), *args]) == 0
+    (run_dir,) = set(logdir.iterdir()) - before
+    return run_dir
+
+
+def rows(run_dir):
+    return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def curves(run_dir):
+    """{(seed, lr or None): {metric: [values per row]}}."""
+    out = {}
+    for row in rows(run_dir):
+        member = out.setdefault((row.get("seed"), row.get("agent.lr")), {})
+        for name in ("step", *COMPARED):
+            member.setdefault(name, []).append(np.nan if row[name] is None else row[name])
+    return out
+
+
+def test_parse_and_grid():
+    sweep = parse_sweep(["agent.lr=1e-3,3e-4", "agent.gamma=0.99,0.995,1"])
+    assert sweep == {"lr": [1e-3, 3e-4], "gamma": [0.99, 0.995, 1.0]}
+    points = grid(sweep)
+    assert len(points) == 6 and points[0] == {"lr": 1e-3, "gamma": 0.99}
+    assert points[1] == {"lr": 1e-3, "gamma": 0.995} and points[5] == {"lr": 3e-4, "gamma": 1.0}
+    for bad in ("lr=1", "agent.lr", "agent.lr=fast", "run.steps=1,2"):
+        with pytest.raises(ConfigError):
+            parse_sweep([bad])
+    # Members are point-major: each point's hparams repeated for each seed.
+    f = lambda x: jnp.float32(x)
+    base = RainbowHparams(f(1e-4), f(0.9), f(1), f(1), f(0.05), f(0), f(0.4))
+    stacked = member_hparams(base, grid({"lr": [1e-3, 3e-4]}), seeds=3)
+    np.testing.assert_allclose(stacked.lr, [1e-3] * 3 + [3e-4] * 3)
+    np.testing.assert_allclose(stacked.gamma, [0.9] * 6)
+    check_sweep("dqn", base, {"lr": [1.0], "gamma": [0.9]})
+    with pytest.raises(ConfigError, match="must be run as separate jobs"):
+        check_sweep("dqn", base, {"batch_size": [32.0]})
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--sweep", "agent.hidden_sizes=8,16"], "'hidden_sizes' is not a continuous"),
+        (["--sweep", "agent.n_step=1,3"], "must be run as separate jobs"),
+        (["--sweep", "agent.gamma=0.9,1.5"], "gamma"),
+        (["--seeds", "0"], "--seeds must be >= 1"),
+    ],
+)
+def test_sweep_mistakes_exit_2(tmp_path, capsys, argv, fragment):
+    assert main([*TINY_DQN, "--logdir", str(tmp_path), *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and fragment in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def sweep_run(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("sweep")
+    return train(logdir, "--seeds", "2", "--seed", "5", "--sweep", f"agent.lr={','.join(LRS)}")
+
+
+def assert_curves_close(a, b):
+    np.testing.assert_array_equal(a["step"], b["step"])
+    np.testing.assert_array_equal(a["episodes"], b["episodes"])
+    for name in COMPARED:
+        np.testing.assert_allclose(a[name], b[name], rtol=2e-4, atol=1e-5, err_msg=name)
+
+
+def test_seeds_and_lr_sweep_equal_separate_runs(tmp_path, sweep_run):
+    batched = curves(sweep_run)
+    assert sorted(batched) == sorted((s, float(lr)) for s in (5, 6) for lr in LRS)
+    # Four different curves ...
+    losses = [tuple(np.round(c["loss"][-2:], 6)) for c in batched.values()]
+    assert len(set(losses)) == 4
+    returns = {s: batched[(s, float(LRS[0]))]["episode_return"] for s in (5, 6)}
+    assert not np.allclose(returns[5], returns[6])
+    # ... each equal to the single run with the same key and learning rate.
+    for (seed, lr), curve in batched.items():
+        single = train(tmp_path, "--seed", str(seed), "--agent.lr", repr(lr))
+        ((_, got),) = curves(single).items()
+        assert_curves_close(curve, got)
+
+
+def test_sharded_over_four_devices_equals_one_device(tmp_path, sweep_run):
+    script = textwrap.dedent(
+        f"""
+        import jax, sys
+        assert len(jax.local_devices()) == 4
+        from jaxrl.train import main
+        from jaxrl.checkpoint import restore
+        argv = {TINY_DQN!r} + ["--logdir", sys.argv[1], "--seeds", "2", "--seed", "5",
+                               "--sweep", "agent.lr={",".join(LRS)}"]
+        assert main(argv) == 0
+        import pathlib
+        (run,) = pathlib.Path(sys.argv[1]).iterdir()
+        agent, state, cfg = restore(run)
+        kernel = jax.tree.leaves(state.params)[-1]
+        assert kernel.shape[0] == 4 and len(kernel.sharding.device_set) == 4, kernel.sharding
+        print("RUN", run)
+        """
+    )
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    import os
+
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run_dir,) = tmp_path.iterdir()
+    sharded, single_device = curves(run_dir), curves(sweep_run)
+    assert sorted(sharded) == sorted(single_device)
+    for member, curve in sharded.items():
+        assert_curves_close(curve, single_device[member])
