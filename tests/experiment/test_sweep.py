@@ -82,7 +82,7 @@ def test_parse_and_grid():
     [
         (["--sweep", "agent.hidden_sizes=8,16"], "'hidden_sizes' is not a continuous"),
         (["--sweep", "agent.n_step=1,3"], "must be run as separate jobs"),
-        (["--sweep", "agent.gamma=0.9,1.5"], "gamma"),
+        (["--sweep", "agent.tau=0.5,2"], "tau must be in (0, 1]"),
         (["--seeds", "0"], "--seeds must be >= 1"),
     ],
 )

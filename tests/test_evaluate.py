@@ -1,0 +1,87 @@
+"""``python -m jaxrl.evaluate``: the printed statistics are those of the restored policy's
+episodes, --epsilon changes the policy, --video writes the episode's frames, and a
+missing run is a one-line error with exit code 2."""
+
+import jax
+import numpy as np
+import pytest
+
+from jaxrl import envs
+from jaxrl.checkpoint import restore
+from jaxrl.envs.render import HEIGHT, WIDTH, render, renderable
+from jaxrl.evaluate import main as evaluate
+from jaxrl.runners import make_evaluate
+from jaxrl.train import main as train
+
+TINY = [
+    "--agent", "dqn", "--env", "CartPole", "--num-envs", "4", "--steps", "1024",
+    "--agent.hidden_sizes", "[16]",
+    "--agent.batch_size", "16",
+    "--agent.learning_starts", "128",
+    "--agent.epsilon_decay_steps", "512",
+    "--agent.updates_per_rollout", "4",
+    "--run.rollout_len", "8",
+    "--run.log_every", "512",
+    "--run.eval_every", "0",
+    "--run.eval_episodes", "2",
+    "--run.stop_return", "null",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("runs")
+    assert train([*TINY, "--logdir", str(logdir)]) == 0
+    (run,) = logdir.iterdir()
+    return run
+
+
+def stats(text):
+    line = next(li for li in text.splitlines() if "return mean" in li).split()
+    return {line[i]: float(line[i + 1]) for i in range(len(line) - 1) if line[i] in
+            ("mean", "std", "min", "max")}  # fmt: skip
+
+
+def test_printed_statistics_are_the_policys_returns(run_dir, capsys):
+    assert evaluate([str(run_dir), "--episodes", "5", "--seed", "3"]) == 0
+    printed = stats(capsys.readouterr().out)
+    agent, state, _ = restore(run_dir)
+    env = envs.make("CartPole-v1", num_envs=5)
+    returns = np.asarray(jax.jit(make_evaluate(agent, env))(state, jax.random.PRNGKey(3)))
+    expected = dict(mean=returns.mean(), std=returns.std(), min=returns.min(), max=returns.max())
+    assert printed == pytest.approx(expected, abs=0.006)
+    # A fully random policy (epsilon 1) scores differently from the greedy one.
+    assert evaluate([str(run_dir), "--episodes", "5", "--seed", "3", "--epsilon", "1"]) == 0
+    assert stats(capsys.readouterr().out) != printed
+
+
+def test_video_holds_the_episode(run_dir, tmp_path, capsys):
+    import imageio.v2 as imageio
+
+    out = tmp_path / "episode.mp4"
+    assert evaluate([str(run_dir), "--video", str(out), "--episodes", "1"]) == 0
+    frames = int(capsys.readouterr().out.split("(")[-1].split()[0])
+    video = imageio.mimread(out, memtest=False)
+    assert len(video) == frames >= 9 and video[0].shape[:2] == (HEIGHT, WIDTH)
+
+
+def test_renderers_draw_the_state():
+    # CartPole: the pole leans the way theta says (more pole pixels on that side).
+    upright = render("CartPole-v1", np.array([0.0, 0, 0.0, 0]))
+    right = render("CartPole-v1", np.array([0.0, 0, 0.2, 0]))
+    pole = lambda frame: (frame == [202, 152, 101]).all(-1)
+    cols = np.nonzero(pole(right))[1]
+    assert cols.mean() > np.nonzero(pole(upright))[1].mean() + 5
+    # The cart moves with x.
+    cart = lambda frame: np.nonzero((frame == [40, 40, 40]).all(-1))[1].mean()
+    assert cart(render("CartPole-v1", np.array([1.0, 0, 0, 0]))) > cart(upright) + 50
+    for name in renderable():
+        frame = render(name, np.zeros(4))
+        assert frame.dtype == np.uint8 and frame.shape == (HEIGHT, WIDTH, 3) and frame.min() == 0
+
+
+def test_missing_run_is_one_line_exit_2(tmp_path, capsys):
+    assert evaluate([str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not exist" in err
+    assert evaluate([str(tmp_path), "--episodes", "0"]) == 2
