@@ -119,7 +119,9 @@ def group_curves(curves: list[dict[str, Any]]) -> list[dict[str, Any]]:
         steps = sorted(set.intersection(*(set(c["step"].tolist()) for c in members)))
         values = np.stack(
             [
-                np.asarray([dict(zip(c["step"].tolist(), c["value"]))[s] for s in steps])
+                np.asarray(
+                    [dict(zip(c["step"].tolist(), c["value"], strict=True))[s] for s in steps]
+                )
                 for c in members
             ]
         )

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-HEIGHT, WIDTH = 240, 360
+HEIGHT, WIDTH = 240, 384  # multiples of 16, as video codecs want
 BLACK, CART, POLE, BLUE = (0, 0, 0), (40, 40, 40), (202, 152, 101), (60, 90, 200)
 
 
