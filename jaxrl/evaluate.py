@@ -100,16 +100,10 @@ def record(agent, agent_state, cfg, key, path: str) -> int:
     frames = [render(name, np.asarray(env_state.core)[0])]
     for _ in range(env.spec.max_episode_steps):
         key, act_key, step_key = jax.random.split(key, 3)
-        before = env_state
         env_state, ts = step(env_state, act(agent_state, ts.obs, act_key), step_key)
         if bool(ts.terminated[0] | ts.truncated[0]):
-            # The env already reset: draw the last state from the final observation's step.
-            frames.append(
-                frames[-1] if name != "CartPole-v1" else render(name, ts.info["final_obs"][0])
-            )
-            break
+            break  # the env has already reset: the episode's frames are complete
         frames.append(render(name, np.asarray(env_state.core)[0]))
-        del before
     fps = 50 if name == "CartPole-v1" else 30
     try:
         imageio.mimwrite(path, frames, fps=fps)

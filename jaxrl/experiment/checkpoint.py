@@ -108,6 +108,12 @@ class CheckpointWriter:
     def close(self) -> None:
         self._manager.close()
 
+    def __enter__(self) -> CheckpointWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
 
 def checkpoint_steps(run_dir: str | Path) -> list[int]:
     """The env steps of the complete checkpoints of a run, oldest first."""

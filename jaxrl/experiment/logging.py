@@ -100,6 +100,12 @@ class MetricsWriter:
                 if key != "step" and isinstance(value, int | float):
                     self._tb.add_scalar(tag_prefix + key, value, row["step"])
 
+    def __enter__(self) -> MetricsWriter:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def close(self) -> None:
         self._jsonl.close()
         self._csv_file.close()

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import yaml
 from rich.console import Console
@@ -117,9 +118,9 @@ class Setup:
         )
         pairs = np.stack([np.asarray(jax.random.split(jax.random.PRNGKey(s))) for s in seeds])
         if not self.launch.batched:
-            return jax.numpy.asarray(pairs[0, 0]), jax.numpy.asarray(pairs[0, 1])
-        keys = sweep.shard(jax.numpy.asarray(pairs[:, 0]), self.mesh)
-        return keys, sweep.shard(jax.numpy.asarray(pairs[:, 1]), self.mesh)
+            return jnp.asarray(pairs[0, 0]), jnp.asarray(pairs[0, 1])
+        keys = sweep.shard(jnp.asarray(pairs[:, 0]), self.mesh)
+        return keys, sweep.shard(jnp.asarray(pairs[:, 1]), self.mesh)
 
     def init_args(self) -> tuple:
         key, _ = self.keys()
@@ -326,7 +327,7 @@ def _drive(setup: Setup, run_dir: Path, console: Console, restored: Any) -> Summ
         TimeRemainingColumn(),
         console=console,
     )
-    with progress:
+    with progress, saver, writer:
         task = progress.add_task(
             "training", total=total_steps, completed=steps, sps="-", ret="-", eval="-"
         )
@@ -368,10 +369,8 @@ def _drive(setup: Setup, run_dir: Path, console: Console, restored: Any) -> Summ
             if not launch.batched and stop is not None and eval_mean >= stop:
                 first_solved = now
                 stopped = True
-    if saved_step != steps:
-        save()
-    saver.close()
-    writer.close()
+        if saved_step != steps:
+            save()
 
     compile_start = time.perf_counter()
     evaluate = jax.jit(runner.evaluate).lower(state.agent_state, eval_key).compile()
