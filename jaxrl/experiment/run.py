@@ -144,6 +144,8 @@ class Setup:
     def init_state(self) -> Any:
         """The initial runner state, committed to its devices as a restored one is (so both
         compile to the same program)."""
+        if not _jittable(self.runner):
+            return self.runner.init(*self.init_args())
         shardings = self.shardings()
         if shardings is None:
             shardings = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
@@ -291,7 +293,9 @@ def _drive(setup: Setup, run_dir: Path, console: Console, restored: Any) -> Summ
     _, eval_key = setup.keys()
     compile_start = time.perf_counter()
     state = restored.state if restored is not None else setup.init_state()
-    run_chunk = jax.jit(runner.run_chunk, donate_argnums=0).lower(state).compile()
+    run_chunk = runner.run_chunk
+    if _jittable(runner):
+        run_chunk = jax.jit(run_chunk, donate_argnums=0).lower(state).compile()
     compile_time = time.perf_counter() - compile_start
 
     steps_per_chunk = runner.iterations_per_chunk * runner.steps_per_iteration
@@ -373,7 +377,9 @@ def _drive(setup: Setup, run_dir: Path, console: Console, restored: Any) -> Summ
             save()
 
     compile_start = time.perf_counter()
-    evaluate = jax.jit(runner.evaluate).lower(state.agent_state, eval_key).compile()
+    evaluate = runner.evaluate
+    if _jittable(runner):
+        evaluate = jax.jit(evaluate).lower(state.agent_state, eval_key).compile()
     compile_time += time.perf_counter() - compile_start
     finals = np.asarray(jax.device_get(evaluate(state.agent_state, eval_key)), np.float64)
     finals = finals.reshape(len(setup.members), -1).mean(axis=1)
@@ -392,6 +398,12 @@ def _drive(setup: Setup, run_dir: Path, console: Console, restored: Any) -> Summ
     _write_summary(summary, run_dir)
     _print_summary(summary, setup, run_cfg, console)
     return summary
+
+
+def _jittable(runner: Any) -> bool:
+    """False for a runner whose functions step environments on the host (a runner with
+    ``jittable = False``): the driver then calls them as they are."""
+    return getattr(runner, "jittable", True)
 
 
 def _nan(value: Any) -> float:

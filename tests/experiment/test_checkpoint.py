@@ -16,11 +16,13 @@ from jaxrl.experiment.checkpoint import CHECKPOINT_DIR, checkpoint_steps
 from jaxrl.train import main
 from jaxrl.types import ConfigError
 
-# Rainbow with prioritized replay (a sum tree in the state) and noisy nets, tiny.
+# Rainbow with prioritized replay (a sum tree in the state), n-step, double and dueling;
+# noisy nets and C51 off, which makes the program quicker to compile.
 TINY_RAINBOW = [
     "--agent", "rainbow", "--env", "CartPole", "--num-envs", "4",
     "--agent.hidden_sizes", "[8]",
-    "--agent.num_atoms", "11",
+    "--agent.noisy", "false",
+    "--agent.distributional", "false",
     "--agent.batch_size", "8",
     "--agent.buffer_size", "256",
     "--agent.updates_per_rollout", "2",
@@ -86,6 +88,10 @@ def test_resume_is_exact(tmp_path, straight):
     assert checkpoint_steps(straight) == [768, 1024]
     changed = jax.tree.leaves(jax.tree.map(lambda x, y: bool((x != y).any()), state_mid, direct))
     assert any(changed)
+    # The sum tree of prioritized replay holds priorities learned after the halfway point.
+    tree_changed = jax.tree.map(lambda x, y: bool((x != y).any()), state_half.buffer.tree,
+                                direct.buffer.tree)  # fmt: skip
+    assert any(jax.tree.leaves(tree_changed))
 
 
 def test_killed_save_leaves_a_resumable_run(tmp_path, straight, monkeypatch, capsys):
@@ -152,7 +158,7 @@ def test_restored_agent_acts(straight):
     obs = jax.numpy.zeros((3, 4))
     greedy, _ = agent.act(state, obs, jax.random.PRNGKey(0), False)
     assert greedy.shape == (3,) and cfg["agent"]["name"] == "rainbow"
-    # Greedy actions do not depend on the key (noise off, eval epsilon 0 here).
+    # Greedy actions do not depend on the key (eval epsilon 0 here).
     state = state.replace(hparams=state.hparams.replace(eval_epsilon=np.float32(0.0)))
     a, _ = agent.act(state, obs, jax.random.PRNGKey(1), False)
     b, _ = agent.act(state, obs, jax.random.PRNGKey(2), False)
