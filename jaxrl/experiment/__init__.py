@@ -1,1 +1,3 @@
-"""Host-side experiment machinery: configs and presets, logging, the chunked driver."""
+"""Host-side experiment machinery: configs and presets, logging, the chunked driver
+(``run``), Orbax checkpoints and resume (``checkpoint``), seed and hyperparameter sweeps
+(``sweep``)."""

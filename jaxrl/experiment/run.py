@@ -110,6 +110,7 @@ class Setup:
     runner: Runner
     members: list[dict[str, Any]]  # {"seed": s, "agent.NAME": value, ...} per member
     mesh: Any = None
+    _hparams: Any = None
 
     def keys(self) -> tuple[jax.Array, jax.Array]:
         """The training and evaluation keys: ``split(PRNGKey(seed))`` of each member."""
@@ -123,15 +124,15 @@ class Setup:
         return keys, sweep.shard(jnp.asarray(pairs[:, 1]), self.mesh)
 
     def init_args(self) -> tuple:
+        """The arguments of ``runner.init``: the key, and for a sweep each member's hparams."""
         key, _ = self.keys()
         if not self.launch.batched:
             return (key,)
-        hparams = None
-        if self.launch.sweep:
+        if self.launch.sweep and self._hparams is None:
             base = jax.jit(lambda k: self.agent.init(k).hparams)(jax.random.PRNGKey(0))
-            points = sweep.grid(self.launch.sweep)
-            hparams = sweep.shard(sweep.member_hparams(base, points, self.launch.seeds), self.mesh)
-        return key, hparams
+            stacked = sweep.member_hparams(base, sweep.grid(self.launch.sweep), self.launch.seeds)
+            self._hparams = sweep.shard(stacked, self.mesh)
+        return key, self._hparams
 
     def abstract_state(self) -> Any:
         return jax.eval_shape(self.runner.init, *self.init_args())
