@@ -174,7 +174,7 @@ def plot(lines: list[dict[str, Any]], metric: str, out: str | Path) -> None:
         if not steps.size:
             continue
         mean = values.mean(axis=0)
-        (drawn,) = ax.plot(steps, mean, label=f"{line['label']} ({values.shape[0]} seeds)")
+        (drawn,) = ax.plot(steps, mean, label=f"{line['label']} ({values.shape[0]} runs)")
         if values.shape[0] > 1:
             low, high = bootstrap_ci(values)
             ax.fill_between(steps, low, high, color=drawn.get_color(), alpha=0.2, linewidth=0)
@@ -182,7 +182,7 @@ def plot(lines: list[dict[str, Any]], metric: str, out: str | Path) -> None:
     ax.set_ylabel(metric.replace("_", " "))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title("mean over seeds, 95% bootstrap CI")
+    ax.set_title("mean over runs (seeds), 95% bootstrap CI")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
@@ -208,10 +208,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     fmt = lambda x: "-" if math.isnan(x) else f"{x:.1f}"
     width = max(len(r["label"]) for r in final_table(lines))
-    print(f"final {args.metric}: IQM over seeds [95% bootstrap CI], mean")
+    print(f"final {args.metric}: IQM over runs [95% bootstrap CI], mean")
     for row in final_table(lines):
         print(
-            f"  {row['label']:<{width}}  {row['seeds']} seeds  IQM {fmt(row['iqm'])} "
+            f"  {row['label']:<{width}}  {row['seeds']} runs  IQM {fmt(row['iqm'])} "
             f"[{fmt(row['low'])}, {fmt(row['high'])}]  mean {fmt(row['mean'])}"
         )
     print(f"curves: {args.out}")

@@ -69,7 +69,7 @@ def test_lines_and_table(tmp_path, capsys):
     text = capsys.readouterr().out
     # Finals at lr 1e-3: 30, 31, 32, 20, 21 -> IQM of [20, 21, 30, 31, 32] is 82 / 3.
     line = next(li for li in text.splitlines() if "agent.lr=0.001" in li)
-    assert "5 seeds" in line and "IQM 27.3" in line and "mean 26.8" in line
+    assert "5 runs" in line and "IQM 27.3" in line and "mean 26.8" in line
 
 
 def test_mistakes_exit_2(tmp_path, capsys):
