@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -106,7 +107,9 @@ def record(agent, agent_state, cfg, key, path: str) -> int:
         frames.append(render(name, np.asarray(env_state.core)[0]))
     fps = 50 if name == "CartPole-v1" else 30
     try:
-        imageio.mimwrite(path, frames, fps=fps)
+        with warnings.catch_warnings():  # imageio-ffmpeg forks ffmpeg; JAX warns about fork
+            warnings.simplefilter("ignore", RuntimeWarning)
+            imageio.mimwrite(path, frames, fps=fps)
     except (ValueError, RuntimeError, OSError) as e:
         raise ConfigError(f"--video: cannot write '{path}': {e}".splitlines()[0]) from None
     return len(frames)
