@@ -310,7 +310,8 @@ def make_off_policy_agent(
                     f"(the OU state advances once per update), got {num_steps}"
                 )
             done = rollout.terminated[-1] | rollout.truncated[-1]
-            noise = noise_ops.ou_reset(rollout.extras["ou_state"][-1], done)
+            ou_state = rollout.extras.get("ou_state", state.noise[None])  # absent: not from act
+            noise = noise_ops.ou_reset(ou_state[-1], done)
         data = rollout._replace(action=(rollout.action - centre) / half, extras={})
         buffer_state = buffer.add(state.buffer, data)
         step = state.step + num_steps * num_envs

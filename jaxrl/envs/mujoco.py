@@ -9,9 +9,10 @@ truncation at ``max_episode_steps`` (1000, as Gymnasium). Actions are ``Box`` in
 ``[-1, 1]^A`` (Humanoid: ``[-0.4, 0.4]``, as Gymnasium), observations float32.
 
 Install with ``pip install jaxrl[mujoco]`` (it pulls ``brax``, which brings ``mujoco`` and
-``mujoco-mjx``). The physics backend is a keyword (``backend``): ``"mjx"`` (the default:
-MuJoCo's own solver, compiled by XLA, so the dynamics are MuJoCo's) or Brax's
-``"generalized"``, ``"positional"`` or ``"spring"`` pipelines. Returns are comparable to
+``mujoco-mjx``). The physics backend is a keyword (``--env.backend``): ``"generalized"``
+(the default, as in Brax: its generalized-coordinates pipeline, that of Brax's baselines),
+``"mjx"`` (MuJoCo's own solver compiled by XLA: MuJoCo's dynamics, but on CPU it compiles
+several times slower), ``"positional"`` or ``"spring"``. Returns are comparable to
 Gymnasium's v4 tasks in scale but not identical: the solvers, contacts and initial-state
 noise differ in detail.
 
@@ -47,7 +48,12 @@ _TASKS = {
 
 
 def make_brax_env(
-    task: str, num_envs: int = 1, *, max_episode_steps: int = 1000, backend: str = "mjx", **kwargs
+    task: str,
+    num_envs: int = 1,
+    *,
+    max_episode_steps: int = 1000,
+    backend: str = "generalized",
+    **kwargs,
 ) -> Env:
     """``task`` (a key of ``_TASKS``) as a jaxrl ``Env``; ``kwargs`` go to Brax's constructor
     (e.g. ``ctrl_cost_weight``, ``terminate_when_unhealthy``)."""
@@ -65,6 +71,8 @@ def make_brax_env(
     except TypeError as e:
         raise ConfigError(f"bad option for env {task!r}: {e}") from None
     action_dim = env.action_size
+    # Brax's ``observation_size`` runs ``reset`` op by op; tracing it is much cheaper.
+    obs_dim = jax.eval_shape(env.reset, jax.random.PRNGKey(0)).obs.shape[-1]
 
     def reset_fn(key: jax.Array) -> tuple[Any, jax.Array]:
         state = env.reset(key)
@@ -78,7 +86,7 @@ def make_brax_env(
 
     return make_vector_env(
         name=f"{task}-brax",
-        obs_shape=(env.observation_size,),
+        obs_shape=(obs_dim,),
         obs_dtype="float32",
         action_space=Box((action_dim,), (-bound,) * action_dim, (bound,) * action_dim),
         max_episode_steps=max_episode_steps,
