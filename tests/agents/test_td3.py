@@ -40,7 +40,6 @@ def step_key(update_key):
 @pytest.mark.parametrize(
     "name, options, terminated",
     [
-        ("td3", dict(policy_noise=0.0), False),
         ("td3", dict(policy_noise=0.0, reward_scale=2.0), True),
         ("td3", dict(policy_noise=0.5, noise_clip=0.3), False),  # smoothing on, clip active
         ("ddpg", dict(), False),
