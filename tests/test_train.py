@@ -88,7 +88,10 @@ def test_run_directory_and_reproduction(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, fragment",
     [
-        (["--agent", "nope"], "unknown agent 'nope'; available: dqn, rainbow, random"),
+        (
+            ["--agent", "nope"],
+            "unknown agent 'nope'; available: ddpg, dqn, rainbow, random, sac, td3",
+        ),
         (["--env", "Pong-v9"], "Pong-v9"),
         (["--agent.learning_rate", "1"], "unknown option 'learning_rate'"),
         (["--agent.lr", "fast"], "option 'lr': expected float"),

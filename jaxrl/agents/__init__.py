@@ -108,6 +108,30 @@ def _register_builtins() -> None:
         config=random_agent.RandomConfig,
         description="uniformly random actions; the smallest example of the Agent contract",
     )
+    _register_off_policy()
+
+
+def _register_off_policy() -> None:
+    from jaxrl.agents import sac, td3
+
+    register(
+        "sac",
+        sac.make_sac,
+        config=sac.SACConfig,
+        description="Soft Actor-Critic (Haarnoja et al. 2018) with automatic entropy tuning",
+    )
+    register(
+        "td3",
+        td3.make_td3,
+        config=td3.TD3Config,
+        description="TD3 (Fujimoto et al. 2018): twin critics, target smoothing, delayed actor",
+    )
+    register(
+        "ddpg",
+        td3.make_ddpg,
+        config=td3.DDPGConfig,
+        description="DDPG (Lillicrap et al. 2016): TD3 with one critic, no smoothing, no delay",
+    )
 
 
 _register_builtins()

@@ -194,3 +194,18 @@ register(
     "Swing up and hold a pendulum: Box(1,) in [-2, 2], obs [3], 200 steps (Gymnasium).",
     aliases=("Pendulum",),
 )
+
+# MuJoCo locomotion (Brax's JAX-native envs; the optional extra ``jaxrl[mujoco]``).
+for _task, _what in (
+    ("HalfCheetah", "run forward: Box(6,), obs [17], no termination"),
+    ("Hopper", "hop forward: Box(3,), ends when unhealthy"),
+    ("Walker2d", "walk forward: Box(6,), ends when unhealthy"),
+    ("Ant", "walk forward on four legs: Box(8,), ends when unhealthy"),
+    ("Humanoid", "walk forward: Box(17,) in [-0.4, 0.4], ends when fallen"),
+):
+    register(
+        f"{_task}-brax",
+        f"jaxrl.envs.mujoco:{_task.lower()}",
+        f"MuJoCo {_task} in Brax (pip install jaxrl[mujoco]): {_what}, 1000 steps.",
+        aliases=(_task,),
+    )

@@ -20,6 +20,8 @@ BUILTIN = {
     "Pendulum": "Pendulum-v1",
     "MountainCarContinuous": "MountainCarContinuous-v0",
 }
+# Registered lazily; building them needs brax (tests/envs/test_mujoco.py).
+MUJOCO = {t: f"{t}-brax" for t in ("HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid")}
 
 
 @pytest.fixture(autouse=True)
@@ -95,7 +97,9 @@ def test_short_and_canonical_names_resolve():
 
 def test_available_lists_builtins_with_descriptions():
     available = envs.available()
-    assert set(available) == set(BUILTIN.values())
+    assert set(available) == set(BUILTIN.values()) | set(MUJOCO.values())
+    for short, canonical in MUJOCO.items():
+        assert envs.canonical_name(short) == canonical
     for description in available.values():
         assert description and "\n" not in description
     available.clear()  # a copy: the registry is unaffected

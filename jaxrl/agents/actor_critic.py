@@ -1,0 +1,331 @@
+"""The off-policy actor-critic skeleton that SAC, TD3 and DDPG share.
+
+What is common to the three lives here, once: the config fields they share
+(``OffPolicyConfig``), the state (``OffPolicyState`` holding a ``LearnerState``, the replay
+buffer, the exploration-noise state, the env-step counter and ``hparams``), and
+``make_off_policy_agent``, which builds ``init``, ``act`` and ``update`` around an
+``Algorithm``: the actor and critic modules, the policy, and one gradient step (the
+losses, which is all that differs between SAC and TD3/DDPG; see ``agents/sac.py`` and
+``agents/td3.py``).
+
+Actions are normalized: actors output ``[-1, 1]^A``, the replay buffer stores normalized
+actions and critics take them; ``act`` rescales to the environment's box
+``low + (a + 1) (high - low) / 2``. Exploration noise (``jaxrl.ops.noise``) is added in the
+normalized space and the result clipped to ``[-1, 1]``, so noise scales are fractions of the
+half-width of the box (TD3's ``expl_noise`` 0.1 on MuJoCo's ``[-1, 1]`` boxes).
+
+``act(explore=True)`` takes uniformly random actions while fewer than ``learning_starts`` env
+steps have been given to ``update`` (Fujimoto et al.'s ``start_timesteps``). ``update``
+inserts the rollout ``[T, num_envs]`` into the replay buffer and, from ``learning_starts``
+on, takes ``updates_per_step * T`` gradient steps (``updates_per_step`` per vector-env step:
+Stable-Baselines3's ``gradient_steps`` with ``train_freq=1``). The learning branch is a
+``lax.cond`` on the env-step counter, which only grows by constants and so stays unbatched
+(a real branch) under ``vmap`` over seeds or hyperparameters, as in ``agents/rainbow.py``.
+
+Ornstein-Uhlenbeck noise has state: ``act`` returns the new OU state in ``extras["ou_state"]``
+and ``update`` writes the last one back into the agent state, reset to zero for envs whose
+episode ended. The runner calls ``act`` with a fixed agent state for a whole rollout, so OU
+noise needs ``rollout_len`` 1 (the default of these agents' presets); ``update`` raises a
+``ConfigError`` otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple
+
+import flax.linen as nn
+import flax.struct
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxrl.buffers.replay import make_uniform_replay
+from jaxrl.ops import noise as noise_ops
+from jaxrl.types import Agent, Box, ConfigError, EnvSpec, Transition
+
+NOISE_PARAMS = ("noise_mu", "noise_sigma", "noise_low", "noise_high", "noise_theta", "noise_dt")
+PerDim = float | tuple[float, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class OffPolicyConfig:
+    """Options shared by SAC, TD3 and DDPG (each agent's ``Config`` overrides defaults).
+
+    Attributes:
+      hidden_sizes: ReLU layers of actor and critics.
+      actor_lr, critic_lr: Adam learning rates.
+      gamma: discount. tau: Polyak rate of the target networks.
+      buffer_size, batch_size: replay capacity (transitions) and minibatch size.
+      learning_starts: env steps of uniformly random actions before learning starts.
+      updates_per_step: gradient steps per vector-env step (per ``T`` of a rollout).
+      reward_scale: rewards are multiplied by this in the TD target (Haarnoja et al. 2018a).
+      exploration_noise: noise added to the policy's action while exploring:
+        ``"none"``, ``"gaussian"`` (``mu + sigma * eps``), ``"clipped_gaussian"`` (clipped
+        to ``[noise_low, noise_high]``), ``"uniform"`` (``U(noise_low, noise_high)``), or
+        ``"ou"`` (Ornstein-Uhlenbeck with ``noise_mu, noise_sigma, noise_theta, noise_dt``).
+      noise_mu, noise_sigma, noise_low, noise_high, noise_theta, noise_dt: the noise
+        parameters, in normalized action units; each a float or one value per action
+        dimension.
+      max_grad_norm: global gradient-norm clip of every optimizer, or None.
+    """
+
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    actor_lr: float = 3e-4
+    critic_lr: float = 3e-4
+    gamma: float = 0.99
+    tau: float = 0.005
+    buffer_size: int = 1_000_000
+    batch_size: int = 256
+    learning_starts: int = 10_000
+    updates_per_step: int = 1
+    reward_scale: float = 1.0
+    exploration_noise: Literal["none", "gaussian", "clipped_gaussian", "uniform", "ou"] = "none"
+    noise_mu: PerDim = 0.0
+    noise_sigma: PerDim = 0.1
+    noise_low: PerDim = -0.5
+    noise_high: PerDim = 0.5
+    noise_theta: PerDim = 0.15
+    noise_dt: PerDim = 1e-2
+    max_grad_norm: float | None = None
+
+    def __post_init__(self):
+        for name in ("buffer_size", "batch_size", "updates_per_step"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.learning_starts < 0:
+            raise ValueError(f"learning_starts must be >= 0, got {self.learning_starts}")
+        if not 0.0 <= self.tau <= 1.0:
+            raise ValueError(f"tau must be in [0, 1], got {self.tau}")
+        if not self.hidden_sizes:
+            raise ValueError("hidden_sizes must name at least one layer")
+
+
+@flax.struct.dataclass
+class LearnerState:
+    """Everything a gradient step changes. ``extra`` is the algorithm's own (SAC: the
+    entropy temperature ``log_alpha`` and its optimizer state; TD3/DDPG: empty)."""
+
+    actor_params: Any
+    critic_params: Any  # stacked over the critic ensemble's leading axis
+    target_actor_params: Any  # None without a target actor (SAC)
+    target_critic_params: Any
+    actor_opt_state: Any
+    critic_opt_state: Any
+    extra: Any
+    updates: jax.Array  # int32 gradient (critic) steps taken
+
+
+@flax.struct.dataclass
+class OffPolicyState:
+    learner: LearnerState
+    buffer: Any
+    noise: jax.Array  # [num_envs, A] float32 OU state (zeros for the stateless noises)
+    step: jax.Array  # int32 env steps given to update
+    hparams: dict[str, jax.Array]
+
+
+class Algorithm(NamedTuple):
+    """What an algorithm plugs into the skeleton.
+
+    actor, critic: Flax modules, ``actor(obs)`` and ``critic(obs, action) -> [K, ...]``.
+    policy: ``(actor_params, obs [N, ...], key, explore) -> action [N, A]`` in ``[-1, 1]``.
+    gradient_step: ``(learner, batch: Transition [B, ...], hparams, key) ->
+      (learner, metrics)`` with float32 scalar metrics (NaN where not computed).
+    init_extra: ``() -> LearnerState.extra``.
+    target_actor: whether the algorithm has a target actor (TD3, DDPG; not SAC, whose
+      ``target_actor_params`` is then None).
+    hparams: the algorithm's own continuous hyperparameters (name -> float).
+    """
+
+    actor: nn.Module
+    critic: nn.Module
+    policy: Callable[..., jax.Array]
+    gradient_step: Callable[..., tuple[LearnerState, dict[str, jax.Array]]]
+    init_extra: Callable[[], Any]
+    target_actor: bool
+    hparams: dict[str, float]
+
+
+def action_box(spec: EnvSpec, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)`` ``[A]`` float32 of a 1-D finite ``Box`` spec; ConfigError otherwise."""
+    space = spec.action_space
+    if not isinstance(space, Box) or len(space.shape) != 1:
+        raise ConfigError(
+            f"agent '{name}' needs a 1-D continuous (Box) action space, but {spec.name} has "
+            f"{space}; use a continuous-action env such as Pendulum-v1"
+        )
+    low, high = np.asarray(space.low, np.float32), np.asarray(space.high, np.float32)
+    if not (np.isfinite(low).all() and np.isfinite(high).all() and (low < high).all()):
+        raise ConfigError(f"agent '{name}' needs finite bounds low < high, got {space}")
+    return low, high
+
+
+def per_dim(cfg: OffPolicyConfig, field: str, action_dim: int, name: str) -> np.ndarray:
+    """A noise parameter as ``[A]`` float32: a float broadcast, or one value per dimension."""
+    value = np.asarray(getattr(cfg, field), np.float32).reshape(-1)
+    if value.size not in (1, action_dim):
+        raise ConfigError(
+            f"agent '{name}' option '{field}' needs 1 or {action_dim} values (one per action "
+            f"dimension), got {value.size}"
+        )
+    return np.broadcast_to(value, (action_dim,)).copy()
+
+
+def make_critic(cfg: OffPolicyConfig, spec: EnvSpec, num_critics: int) -> nn.Module:
+    from jaxrl.networks.continuous import CriticEnsemble
+
+    return CriticEnsemble(num_critics, cfg.hidden_sizes, obs_ndim=len(spec.obs_shape))
+
+
+def make_optimizer(cfg: OffPolicyConfig) -> optax.GradientTransformation:
+    """Adam without its learning rate (``optimizer_step`` applies ``-lr`` from hparams)."""
+    clip = [optax.clip_by_global_norm(cfg.max_grad_norm)] if cfg.max_grad_norm else []
+    return optax.chain(*clip, optax.scale_by_adam())
+
+
+def optimizer_step(
+    optimizer: optax.GradientTransformation, params: Any, grads: Any, opt_state: Any, lr: Any
+) -> tuple[Any, Any]:
+    """One optimizer step with the (possibly traced) learning rate ``lr``."""
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
+    return params, opt_state
+
+
+def td_target(batch: Transition, next_value: jax.Array, hparams: dict[str, jax.Array]):
+    r"""``y = reward_scale * r + gamma * (1 - terminated) * next_value``, ``[B]``.
+
+    Truncated steps bootstrap (``batch.next_obs`` is the true last observation).
+    """
+    discount = hparams["gamma"] * (1.0 - batch.terminated.astype(jnp.float32))
+    return jax.lax.stop_gradient(hparams["reward_scale"] * batch.reward + discount * next_value)
+
+
+def make_off_policy_agent(
+    spec: EnvSpec, cfg: OffPolicyConfig, algorithm: Algorithm, name: str
+) -> Agent:
+    """Builds ``Agent(init, act, update)`` around ``algorithm`` (module docstring)."""
+    low, high = action_box(spec, name)
+    action_dim = low.shape[0]
+    centre, half = (high + low) / 2, (high - low) / 2
+    noise_params = {f: per_dim(cfg, f, action_dim, name) for f in NOISE_PARAMS}
+    try:
+        buffer = make_uniform_replay(cfg.buffer_size, spec.num_envs, cfg.batch_size)
+    except ValueError as e:
+        raise ConfigError(f"agent '{name}': {e}") from None
+    optimizer = make_optimizer(cfg)
+    kind = cfg.exploration_noise
+    n = spec.num_envs
+
+    def init(key: jax.Array) -> OffPolicyState:
+        actor_key, critic_key = jax.random.split(key)
+        obs = jnp.zeros((1, *spec.obs_shape), spec.obs_dtype)
+        actor_params = algorithm.actor.init(actor_key, obs)
+        critic_params = algorithm.critic.init(critic_key, obs, jnp.zeros((1, action_dim)))
+        example = Transition(
+            obs=jnp.zeros((n, *spec.obs_shape), spec.obs_dtype),
+            action=jnp.zeros((n, action_dim), jnp.float32),
+            reward=jnp.zeros((n,), jnp.float32),
+            next_obs=jnp.zeros((n, *spec.obs_shape), spec.obs_dtype),
+            terminated=jnp.zeros((n,), bool),
+            truncated=jnp.zeros((n,), bool),
+            extras={},
+        )
+        scalars = dict(
+            actor_lr=cfg.actor_lr,
+            critic_lr=cfg.critic_lr,
+            gamma=cfg.gamma,
+            tau=cfg.tau,
+            reward_scale=cfg.reward_scale,
+            **algorithm.hparams,
+        )
+        hparams = {k: jnp.asarray(v, jnp.float32) for k, v in scalars.items()}
+        hparams.update({k: jnp.asarray(v) for k, v in noise_params.items()})
+        learner = LearnerState(
+            actor_params=actor_params,
+            critic_params=critic_params,
+            target_actor_params=actor_params if algorithm.target_actor else None,
+            target_critic_params=critic_params,
+            actor_opt_state=optimizer.init(actor_params),
+            critic_opt_state=optimizer.init(critic_params),
+            extra=algorithm.init_extra(),
+            updates=jnp.zeros((), jnp.int32),
+        )
+        return OffPolicyState(
+            learner=learner,
+            buffer=buffer.init(example),
+            noise=noise_ops.ou_init((n, action_dim), None),
+            step=jnp.zeros((), jnp.int32),
+            hparams=hparams,
+        )
+
+    def exploration(state: OffPolicyState, key: jax.Array, shape) -> tuple[jax.Array, Any]:
+        """``(noise [N, A], new OU state or None)`` of the configured kind."""
+        h = state.hparams
+        if kind == "gaussian":
+            return noise_ops.gaussian_noise(key, shape, h["noise_mu"], h["noise_sigma"]), None
+        if kind == "clipped_gaussian":
+            args = (h["noise_mu"], h["noise_sigma"], h["noise_low"], h["noise_high"])
+            return noise_ops.clipped_gaussian_noise(key, shape, *args), None
+        if kind == "uniform":
+            return noise_ops.uniform_noise(key, shape, h["noise_low"], h["noise_high"]), None
+        if kind == "ou":
+            args = (h["noise_mu"], h["noise_sigma"], h["noise_theta"], h["noise_dt"])
+            return noise_ops.ou_step(state.noise, key, *args)
+        return jnp.zeros(shape, jnp.float32), None
+
+    def act(state: OffPolicyState, obs: jax.Array, key: jax.Array, explore: bool = True):
+        policy_key, noise_key, random_key = jax.random.split(key, 3)
+        action = algorithm.policy(state.learner.actor_params, obs, policy_key, explore)
+        extras = {}
+        if explore:
+            noise, ou_state = exploration(state, noise_key, action.shape)
+            action = jnp.clip(action + noise, -1.0, 1.0)
+            uniform = jax.random.uniform(random_key, action.shape, jnp.float32, -1.0, 1.0)
+            action = jnp.where(state.step < cfg.learning_starts, uniform, action)
+            if ou_state is not None:
+                extras = {"ou_state": ou_state}
+        return centre + half * action, extras
+
+    def learn(learner: LearnerState, buffer_state, hparams, key: jax.Array, num_steps: int):
+        def step(learner, key):
+            sample_key, step_key = jax.random.split(key)
+            batch = buffer.sample(buffer_state, sample_key).experience
+            batch = jax.tree.map(lambda x: x[:, 0], batch)  # [B, 1, ...] -> [B, ...]
+            return algorithm.gradient_step(learner, batch, hparams, step_key)
+
+        learner, metrics = jax.lax.scan(step, learner, jax.random.split(key, num_steps))
+        return learner, jax.tree.map(jnp.nanmean, metrics)
+
+    def update(state: OffPolicyState, rollout: Transition, key: jax.Array):
+        num_steps, num_envs = rollout.reward.shape
+        noise = state.noise
+        if kind == "ou":
+            if num_steps != 1:
+                raise ConfigError(
+                    f"agent '{name}' with exploration_noise 'ou' needs run.rollout_len 1 "
+                    f"(the OU state advances once per update), got {num_steps}"
+                )
+            done = rollout.terminated[-1] | rollout.truncated[-1]
+            ou_state = rollout.extras.get("ou_state", state.noise[None])  # absent: not from act
+            noise = noise_ops.ou_reset(ou_state[-1], done)
+        data = rollout._replace(action=(rollout.action - centre) / half, extras={})
+        buffer_state = buffer.add(state.buffer, data)
+        step = state.step + num_steps * num_envs
+        learning = (step >= cfg.learning_starts) & buffer.can_sample(buffer_state)
+        k = cfg.updates_per_step * num_steps
+        do_learn = lambda *args: learn(*args, num_steps=k)
+        args = (state.learner, buffer_state, state.hparams, key)
+        shapes = jax.eval_shape(do_learn, *args)[1]
+        skip = lambda learner, *_: (
+            learner,
+            jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes),
+        )
+        learner, metrics = jax.lax.cond(learning, do_learn, skip, *args)
+        state = state.replace(learner=learner, buffer=buffer_state, noise=noise, step=step)
+        return state, metrics
+
+    return Agent(init=init, act=act, update=update)

@@ -1,0 +1,92 @@
+"""Networks for continuous control: actors and (ensembles of) Q critics.
+
+* ``DeterministicActor``: ``obs -> tanh(MLP) [..., A]`` in ``[-1, 1]`` (DDPG, TD3).
+* ``SquashedGaussianActor``: ``obs -> (mean, log_std) [..., A]`` of the pre-tanh Gaussian
+  (SAC; sample with ``jaxrl.ops.squashed_gaussian``), ``log_std`` clipped to
+  ``[log_std_min, log_std_max]`` (-20, 2 as in SAC's reference code and Stable-Baselines3).
+* ``QCritic``: ``(obs, action) -> Q [...]`` from the concatenation ``[obs, action]``.
+* ``CriticEnsemble``: ``num_critics`` independent ``QCritic``s evaluated in one vmapped
+  call (``flax.linen.vmap`` over stacked parameters), ``-> Q [num_critics, ...]``: the twin
+  critics of TD3 and SAC (Fujimoto et al. 2018) with ``num_critics=2``, DDPG's with 1.
+
+Hidden layers are ReLU ``Dense`` layers (``jaxrl.networks.MLP``) with Flax's default
+initialization (LeCun normal weights, zero biases).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from jaxrl.networks.torsos import MLP
+
+
+class DeterministicActor(nn.Module):
+    """``obs [..., *obs_shape] -> action [..., action_dim]`` float32 in ``[-1, 1]``."""
+
+    action_dim: int
+    hidden_sizes: Sequence[int] = (256, 256)
+    obs_ndim: int = 1
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        x = MLP(self.hidden_sizes, obs_ndim=self.obs_ndim)(obs)
+        return jnp.tanh(nn.Dense(self.action_dim)(x))
+
+
+class SquashedGaussianActor(nn.Module):
+    """``obs [..., *obs_shape] -> (mean, log_std)``, each ``[..., action_dim]`` float32."""
+
+    action_dim: int
+    hidden_sizes: Sequence[int] = (256, 256)
+    obs_ndim: int = 1
+    log_std_min: float = -20.0
+    log_std_max: float = 2.0
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        x = MLP(self.hidden_sizes, obs_ndim=self.obs_ndim)(obs)
+        mean = nn.Dense(self.action_dim, name="mean")(x)
+        log_std = nn.Dense(self.action_dim, name="log_std")(x)
+        return mean, jnp.clip(log_std, self.log_std_min, self.log_std_max)
+
+
+class QCritic(nn.Module):
+    """``(obs [..., *obs_shape], action [..., A]) -> Q [...]`` float32."""
+
+    hidden_sizes: Sequence[int] = (256, 256)
+    obs_ndim: int = 1
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+        obs = obs.astype(jnp.float32)
+        obs = obs.reshape(obs.shape[: obs.ndim - self.obs_ndim] + (-1,))
+        x = jnp.concatenate([obs, action.astype(jnp.float32)], axis=-1)
+        x = MLP(self.hidden_sizes)(x)
+        return nn.Dense(1)(x)[..., 0]
+
+
+class CriticEnsemble(nn.Module):
+    """``num_critics`` independently initialized ``QCritic``s: ``-> Q [num_critics, ...]``.
+
+    Parameters are stacked on a leading axis of size ``num_critics``.
+    """
+
+    num_critics: int = 2
+    hidden_sizes: Sequence[int] = (256, 256)
+    obs_ndim: int = 1
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+        ensemble = nn.vmap(
+            QCritic,
+            variable_axes={"params": 0},
+            split_rngs={"params": True},
+            in_axes=None,
+            out_axes=0,
+            axis_size=self.num_critics,
+        )
+        return ensemble(self.hidden_sizes, self.obs_ndim, name="critics")(obs, action)
