@@ -72,7 +72,9 @@ class PPOConfig:
       log_std_init: initial log-std of the Gaussian policy (0.0).
       normalize_obs: divide observations by a running std (running stats in the state).
       normalize_reward: divide rewards by the running std of the discounted return.
-      obs_clip, reward_clip: clip normalized observations / scaled rewards to [-c, c] (10).
+      obs_clip, scaled_reward_clip: clip normalized observations / scaled rewards to
+        [-c, c] (10, SB3's ``VecNormalize``).
+      reward_clip: clip raw rewards to [-c, c] for learning, or None (Atari: 1).
     """
 
     hidden_sizes: tuple[int, ...] = (64, 64)
@@ -96,7 +98,8 @@ class PPOConfig:
     normalize_obs: bool = False
     normalize_reward: bool = False
     obs_clip: float = 10.0
-    reward_clip: float = 10.0
+    scaled_reward_clip: float = 10.0
+    reward_clip: float | None = None
 
     def __post_init__(self):
         for name in ("update_epochs", "num_minibatches"):
@@ -131,7 +134,8 @@ class A2CConfig:
     normalize_obs: bool = False
     normalize_reward: bool = False
     obs_clip: float = 10.0
-    reward_clip: float = 10.0
+    scaled_reward_clip: float = 10.0
+    reward_clip: float | None = None
 
 
 @flax.struct.dataclass
@@ -260,7 +264,8 @@ def make_agent(
     def gradient_step(carry, mb: RolloutBatch, hparams: PPOHparams, lr: jax.Array):
         params, opt_state = carry
         grads, aux = jax.grad(loss_fn, has_aux=True)(params, hparams, mb)
-        scale = jnp.minimum(1.0, hparams.max_grad_norm / (optax.global_norm(grads) + 1e-6))
+        norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in jax.tree.leaves(grads)))
+        scale = jnp.minimum(1.0, hparams.max_grad_norm / (norm + 1e-6))
         grads = jax.tree.map(lambda g: g * scale, grads)  # optax.clip_by_global_norm
         updates, opt_state = optimizer.update(grads, opt_state, params)
         params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
@@ -276,10 +281,17 @@ def make_agent(
             )
         obs, next_obs = norm_obs(state, rollout.obs), norm_obs(state, rollout.next_obs)
         reward, return_stats, discounted_return = rollout.reward, state.return_stats, None
+        if cfg.reward_clip is not None:
+            reward = jnp.clip(reward, -cfg.reward_clip, cfg.reward_clip)
         if cfg.normalize_reward:
             done = rollout.terminated | rollout.truncated
             return_stats, discounted_return, reward = scale_rewards(
-                return_stats, state.discounted_return, reward, done, h.gamma, cfg.reward_clip
+                return_stats,
+                state.discounted_return,
+                reward,
+                done,
+                h.gamma,
+                cfg.scaled_reward_clip,
             )
         next_value = network.apply(state.params, next_obs, method=ActorCritic.critic)
         value = rollout.extras["value"]
