@@ -15,7 +15,9 @@ from jaxrl.ops.policy_gradient import (
 
 def _ppo_ref(logp, old, adv, clip):
     ratio = np.exp(logp - old)
-    terms = [min(r * a, np.clip(r, 1 - clip, 1 + clip) * a) for r, a in zip(ratio, adv)]
+    terms = [
+        min(r * a, np.clip(r, 1 - clip, 1 + clip) * a) for r, a in zip(ratio, adv, strict=True)
+    ]
     kl = np.mean((ratio - 1) - np.log(ratio))
     return -np.mean(terms), kl, np.mean(np.abs(ratio - 1) > clip)
 
