@@ -88,7 +88,7 @@ def test_run_directory_and_reproduction(tmp_path, capsys):
 @pytest.mark.parametrize(
     "argv, fragment",
     [
-        (["--agent", "nope"], "unknown agent 'nope'; available: dqn, rainbow, random"),
+        (["--agent", "nope"], "unknown agent 'nope'; available: a2c, dqn, ppo, rainbow, random"),
         (["--env", "Pong-v9"], "Pong-v9"),
         (["--agent.learning_rate", "1"], "unknown option 'learning_rate'"),
         (["--agent.lr", "fast"], "option 'lr': expected float"),

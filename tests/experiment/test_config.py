@@ -50,7 +50,7 @@ def test_saved_config_reproduces_itself(tmp_path):
 @pytest.mark.parametrize(
     "kwargs, fragment",
     [
-        (dict(agent="dqnn"), "unknown agent 'dqnn'; available: dqn, rainbow, random"),
+        (dict(agent="dqnn"), "unknown agent 'dqnn'; available: a2c, dqn, ppo, rainbow, random"),
         (dict(env="CartPol"), "CartPol"),
         (dict(overrides={"agent.learning_rate": 1.0}), "unknown option 'learning_rate'"),
         (dict(overrides={"agent.lr": "fast"}), "option 'lr': expected float"),
