@@ -13,10 +13,10 @@ no learning-rate annealing, an element-wise gradient clip (`optax.clip`) where j
 clips the global norm, no value-loss clipping; its greedy evaluation (argmax of the
 logits, 128 episodes) also runs inside its timed program, once, at the end.
 
-rejax (with the gymnax it needs) lives in its own virtual environment and runs in a
-subprocess of this script::
+rejax (with the gymnax it needs: rejax 0.1.3 fails with gymnax 1.x) lives in its own
+virtual environment and runs in a subprocess of this script::
 
-    python3 -m venv /tmp/rejax-venv && /tmp/rejax-venv/bin/pip install rejax
+    python3 -m venv /tmp/rejax-venv && /tmp/rejax-venv/bin/pip install rejax "gymnax==0.0.9"
     python benchmarks/ppo_cartpole.py [--rejax-python /tmp/rejax-venv/bin/python]
 
 ``--rejax-python ''`` (or ``REJAX_PYTHON=''``) skips rejax.
