@@ -90,7 +90,7 @@ def test_run_directory_and_reproduction(tmp_path, capsys):
     [
         (
             ["--agent", "nope"],
-            "unknown agent 'nope'; available: ddpg, dqn, rainbow, random, sac, td3",
+            "unknown agent 'nope'; available: a2c, ddpg, dqn, ppo, rainbow, random, sac, td3",
         ),
         (["--env", "Pong-v9"], "Pong-v9"),
         (["--agent.learning_rate", "1"], "unknown option 'learning_rate'"),

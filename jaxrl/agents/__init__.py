@@ -87,7 +87,7 @@ def make(name: str, spec: EnvSpec, **overrides: Any) -> Agent:
 
 
 def _register_builtins() -> None:
-    from jaxrl.agents import dqn, rainbow, random_agent
+    from jaxrl.agents import dqn, ppo, rainbow, random_agent
 
     register(
         "dqn",
@@ -101,6 +101,20 @@ def _register_builtins() -> None:
         config=rainbow.RainbowConfig,
         description="Rainbow (Hessel et al. 2018): double, dueling, n-step, prioritized, "
         "distributional and noisy, each switchable",
+    )
+    register(
+        "ppo",
+        ppo.make_ppo,
+        config=ppo.PPOConfig,
+        description="Proximal Policy Optimization (Schulman et al. 2017), discrete or "
+        "continuous actions",
+    )
+    register(
+        "a2c",
+        ppo.make_a2c,
+        config=ppo.A2CConfig,
+        description="synchronous advantage actor-critic (Mnih et al. 2016), discrete or "
+        "continuous actions",
     )
     register(
         "random",

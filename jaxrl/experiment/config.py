@@ -156,8 +156,12 @@ def resolve(
         cfg[section][key] = value
 
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
-    cfg["agent"] = {"name": agent_name, **agents.resolve_config(agent_name, agent_options)}
     cfg["run"] = config_to_dict(build_config(RunConfig, cfg["run"], "run"))
+    cfg["agent"] = {"name": agent_name, **agents.resolve_config(agent_name, agent_options)}
+    # An agent with a `total_steps` option (learning-rate annealing) left at None gets
+    # the run's length.
+    if "total_steps" in cfg["agent"] and cfg["agent"]["total_steps"] is None:
+        cfg["agent"]["total_steps"] = cfg["run"]["steps"]
     cfg["env"].setdefault("num_envs", 1)
     return {
         "preset": cfg.get("preset"),

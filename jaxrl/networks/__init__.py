@@ -2,9 +2,11 @@
 
 from jaxrl.networks.heads import CategoricalHead, DuelingCategoricalHead, DuelingHead, QHead
 from jaxrl.networks.noisy import NoisyLinear, dense, factorized_noise
+from jaxrl.networks.policies import ActorCritic
 from jaxrl.networks.torsos import MLP, NatureCNN, QNetwork
 
 __all__ = [
+    "ActorCritic",
     "MLP",
     "NatureCNN",
     "CategoricalHead",

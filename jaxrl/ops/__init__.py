@@ -12,9 +12,15 @@ from jaxrl.ops.distributional import (
 )
 from jaxrl.ops.exploration import epsilon_greedy
 from jaxrl.ops.losses import huber_loss, l2_loss
+from jaxrl.ops.policy_gradient import (
+    normalize_advantages,
+    policy_gradient_loss,
+    ppo_clip_loss,
+    value_loss,
+)
 from jaxrl.ops.prioritized import importance_weights
 from jaxrl.ops.q_learning import q_learning_td_error
-from jaxrl.ops.returns import NStepTarget, n_step_bootstrap, n_step_returns
+from jaxrl.ops.returns import NStepTarget, gae, n_step_bootstrap, n_step_returns
 from jaxrl.ops.schedules import linear_schedule
 from jaxrl.ops.targets import periodic_update, soft_update
 
@@ -26,13 +32,18 @@ __all__ = [
     "categorical_td_loss",
     "NStepTarget",
     "epsilon_greedy",
+    "gae",
     "huber_loss",
     "importance_weights",
     "l2_loss",
     "linear_schedule",
     "n_step_bootstrap",
     "n_step_returns",
+    "normalize_advantages",
     "periodic_update",
+    "policy_gradient_loss",
+    "ppo_clip_loss",
     "q_learning_td_error",
     "soft_update",
+    "value_loss",
 ]

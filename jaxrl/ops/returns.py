@@ -1,4 +1,4 @@
-"""Multi-step (n-step) bootstrapped return targets.
+"""Multi-step (n-step) bootstrapped return targets and generalized advantage estimation.
 
 Termination and truncation are kept apart, as everywhere in jaxrl: a return stops at the
 first step that ends an episode; it is *not* bootstrapped past a termination (the
@@ -191,3 +191,56 @@ def n_step_returns(
     return windows.reward_sum + windows.bootstrap_discount * bootstrap_values.astype(
         windows.reward_sum.dtype
     )
+
+
+def gae(
+    rewards: ArrayLike,
+    values: ArrayLike,
+    next_values: ArrayLike,
+    terminated: ArrayLike,
+    truncated: ArrayLike,
+    discount: ArrayLike,
+    gae_lambda: ArrayLike,
+) -> tuple[Array, Array]:
+    r"""Generalized advantage estimates and lambda-returns over time-major rollouts.
+
+    With ``d_t = terminated_t or truncated_t`` (the episode ended after step ``t``),
+
+    .. math::
+        \delta_t = r_t + \gamma (1 - \mathrm{terminated}_t)\, V(s'_t) - V(s_t), \qquad
+        A_t = \delta_t + \gamma \lambda (1 - d_t)\, A_{t+1}, \quad A_T = 0,
+
+    and the value targets are ``R_t = A_t + V(s_t)`` (Schulman et al. 2016, "High-Dimensional
+    Continuous Control Using Generalized Advantage Estimation", eq. 16). ``V(s'_t)`` is
+    the value of the *true* next observation (``info["final_obs"]``), so a truncated step
+    bootstraps from its real last state (Pardo et al. 2018) and a terminated step does
+    not; no advantage flows across an episode end, and the last step of the rollout
+    bootstraps from ``next_values[T-1]``.
+
+    Args:
+      rewards, values, next_values: ``[T, ...]`` float.
+      terminated, truncated: ``[T, ...]`` bool.
+      discount: ``gamma``; gae_lambda: ``lambda``; scalars (may be traced).
+
+    Returns:
+      ``(advantages [T, ...], returns [T, ...])`` float32. One reverse ``lax.scan``.
+    """
+    rewards = jnp.asarray(rewards, jnp.float32)
+    values = jnp.asarray(values, jnp.float32)
+    next_values = jnp.asarray(next_values, jnp.float32)
+    terminated = jnp.asarray(terminated).astype(bool)
+    done = terminated | jnp.asarray(truncated).astype(bool)
+    discount = jnp.asarray(discount, jnp.float32)
+    gae_lambda = jnp.asarray(gae_lambda, jnp.float32)
+    deltas = rewards + discount * jnp.where(terminated, 0.0, next_values) - values
+    carry_coef = jnp.where(done, 0.0, discount * gae_lambda)
+
+    def step(next_advantage, inputs):
+        delta, coef = inputs
+        advantage = delta + coef * next_advantage
+        return advantage, advantage
+
+    _, advantages = jax.lax.scan(
+        step, jnp.zeros_like(deltas[0]), (deltas, carry_coef), reverse=True
+    )
+    return advantages, advantages + values

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from jaxrl.ops import NStepTarget, n_step_bootstrap, n_step_returns
+from jaxrl.ops.returns import gae
 
 # Jitted once per shape: far faster than op-by-op dispatch on CPU.
 bootstrap_jit = jax.jit(n_step_bootstrap)
@@ -187,3 +188,57 @@ def test_validation():
         n_step_returns(np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3), 0, 0.9)
     with pytest.raises(ValueError):
         n_step_bootstrap(np.zeros((2, 3)), np.zeros((2, 2)), np.zeros((2, 3)), 0.9)
+
+
+def _gae_ref(r, v, nv, term, trunc, gamma, lam):
+    """GAE per env, step by step backwards in plain Python."""
+    T, N = r.shape
+    adv = np.zeros((T, N))
+    for n in range(N):
+        running = 0.0
+        for t in reversed(range(T)):
+            bootstrap = 0.0 if term[t, n] else gamma * nv[t, n]
+            delta = r[t, n] + bootstrap - v[t, n]
+            if term[t, n] or trunc[t, n] or t == T - 1:
+                running = delta
+            else:
+                running = delta + gamma * lam * running
+            adv[t, n] = running
+    return adv, adv + v
+
+
+def test_gae_matches_reference_with_terminations_and_truncations():
+    rng = np.random.default_rng(0)
+    T, N = 9, 4
+    r, v, nv = (rng.normal(size=(T, N)) for _ in range(3))
+    term = rng.random((T, N)) < 0.15
+    trunc = (rng.random((T, N)) < 0.15) & ~term
+    term[-1, 0], trunc[-1, 1] = True, True  # episode ends on the rollout's last step
+    adv, ret = jax.jit(gae)(r, v, nv, term, trunc, 0.97, 0.9)
+    ref_adv, ref_ret = _gae_ref(r, v, nv, term, trunc, 0.97, 0.9)
+    np.testing.assert_allclose(adv, ref_adv, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ret, ref_ret, rtol=1e-5, atol=1e-5)
+
+
+def test_gae_bootstraps_at_truncation_and_not_at_termination():
+    r = np.array([[1.0], [1.0]])
+    v = np.zeros((2, 1))
+    nv = np.array([[10.0], [20.0]])
+    for term, expected in ((True, 1.0), (False, 1.0 + 0.5 * 10.0)):
+        flags = np.array([[term], [False]])
+        adv, _ = gae(r, v, nv, flags, ~flags & np.array([[True], [False]]), 0.5, 1.0)
+        # Step 0 ends an episode: nothing flows back from step 1 either way.
+        np.testing.assert_allclose(adv[0, 0], expected, rtol=1e-6)
+        np.testing.assert_allclose(adv[1, 0], 1.0 + 0.5 * 20.0, rtol=1e-6)
+
+
+def test_gae_with_lambda_one_and_no_ends_is_the_discounted_return_minus_value():
+    rng = np.random.default_rng(2)
+    r, v = rng.normal(size=(6, 1)), rng.normal(size=(6, 1))
+    nv = np.concatenate([v[1:], [[3.0]]])
+    flags = np.zeros((6, 1), bool)
+    adv, ret = gae(r, v, nv, flags, flags, 0.9, 1.0)
+    g = [3.0]
+    for t in reversed(range(6)):
+        g.insert(0, r[t, 0] + 0.9 * g[0])
+    np.testing.assert_allclose(ret[:, 0], g[:6], rtol=1e-5)

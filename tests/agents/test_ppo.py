@@ -1,0 +1,146 @@
+"""PPO and A2C: acting, the update's bookkeeping, options, and learning on CartPole."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxrl import agents, envs
+from jaxrl.agents.ppo import make_network
+from jaxrl.experiment.config import resolve
+from jaxrl.runners import RunConfig, make_train
+from jaxrl.types import ConfigError, Transition
+
+TINY = dict(hidden_sizes=(8,), update_epochs=2, num_minibatches=2)
+
+
+def rollout(agent, state, env, key, T=8):
+    """A real rollout ``[T, N]`` collected with ``agent.act`` (one jitted scan)."""
+
+    @jax.jit
+    def collect(state, key):
+        env_state, ts = env.reset(key)
+
+        def step(carry, k):
+            env_state, obs = carry
+            k1, k2 = jax.random.split(k)
+            action, extras = agent.act(state, obs, k1, True)
+            env_state, ts = env.step(env_state, action, k2)
+            tr = Transition(
+                obs, action, ts.reward, ts.info["final_obs"], ts.terminated, ts.truncated, extras
+            )
+            return (env_state, ts.obs), tr
+
+        return jax.lax.scan(step, (env_state, ts.obs), jax.random.split(key, T))[1]
+
+    return collect(state, key)
+
+
+def test_discrete_act_samples_and_greedy_takes_the_argmax():
+    env = envs.make("CartPole-v1", num_envs=3)
+    agent = agents.make("ppo", env.spec, **TINY)
+    state = agent.init(jax.random.PRNGKey(0))
+    obs = jax.random.normal(jax.random.PRNGKey(1), (3, 4))
+    action, extras = agent.act(state, obs, jax.random.PRNGKey(2), True)
+    logits, value = make_network(env.spec, agents.ppo.PPOConfig(**TINY)).apply(state.params, obs)
+    logp = jax.nn.log_softmax(logits)
+    np.testing.assert_allclose(extras["log_prob"], logp[jnp.arange(3), action], rtol=1e-6)
+    np.testing.assert_allclose(extras["value"], value, rtol=1e-6)
+    greedy, _ = agent.act(state, obs, jax.random.PRNGKey(2), False)
+    np.testing.assert_array_equal(greedy, jnp.argmax(logits, -1))
+
+
+def test_continuous_actions_are_clipped_to_the_box_and_log_prob_uses_the_raw_sample():
+    env = envs.make("Pendulum-v1", num_envs=64)
+    agent = agents.make("ppo", env.spec, **TINY, log_std_init=1.0)
+    state = agent.init(jax.random.PRNGKey(0))
+    obs = jax.random.normal(jax.random.PRNGKey(1), (64, 3))
+    action, extras = agent.act(state, obs, jax.random.PRNGKey(2), True)
+    raw = np.asarray(extras["raw_action"])
+    assert np.abs(raw).max() > 2.0  # std e^1: some samples leave the box
+    np.testing.assert_allclose(action, np.clip(raw, -2.0, 2.0))
+    (mean, log_std), _ = make_network(env.spec, agents.ppo.PPOConfig(**TINY)).apply(
+        state.params, obs
+    )
+    std = np.exp(np.asarray(log_std))
+    ref = np.sum(-((raw - mean) ** 2) / (2 * std**2) - np.log(std * np.sqrt(2 * np.pi)), -1)
+    np.testing.assert_allclose(extras["log_prob"], ref, rtol=1e-5)
+    greedy, _ = agent.act(state, obs, jax.random.PRNGKey(2), False)
+    np.testing.assert_allclose(greedy, np.clip(mean, -2.0, 2.0))
+
+
+def test_update_counts_steps_anneals_lr_and_updates_running_stats():
+    env = envs.make("Pendulum-v1", num_envs=2)
+    agent = agents.make(
+        "ppo", env.spec, **TINY, total_steps=32, normalize_obs=True, normalize_reward=True
+    )
+    state = agent.init(jax.random.PRNGKey(0))
+    ro = rollout(agent, state, env, jax.random.PRNGKey(1))
+    update = jax.jit(agent.update)
+    new, metrics = update(state, ro, jax.random.PRNGKey(2))
+    assert int(new.step) == 16 and int(new.updates) == 4
+    np.testing.assert_allclose(metrics["lr"], 2.5e-4)
+    np.testing.assert_allclose(new.obs_stats.mean, np.asarray(ro.obs).reshape(-1, 3).mean(0), 1e-3)
+    assert float(new.return_stats.count) > 16
+    assert all(np.isfinite(float(v)) for v in metrics.values())
+    changed = jax.tree.map(lambda a, b: bool(jnp.any(a != b)), state.params, new.params)
+    assert all(jax.tree.leaves(changed))
+    _, metrics = update(new, ro, jax.random.PRNGKey(3))
+    np.testing.assert_allclose(metrics["lr"], 2.5e-4 * 0.5)
+
+
+def test_a2c_takes_one_unclipped_step_per_rollout():
+    env = envs.make("CartPole-v1", num_envs=2)
+    agent = agents.make("a2c", env.spec, hidden_sizes=(8,))
+    state = agent.init(jax.random.PRNGKey(0))
+    ro = rollout(agent, state, env, jax.random.PRNGKey(1), T=5)
+    new, metrics = jax.jit(agent.update)(state, ro, jax.random.PRNGKey(2))
+    assert int(new.updates) == 1 and float(metrics["clip_fraction"]) == 0.0
+    assert float(metrics["value_loss"]) > 0
+
+
+def test_hparams_can_be_vmapped():
+    env = envs.make("CartPole-v1", num_envs=2)
+    agent = agents.make("ppo", env.spec, **TINY)
+    state = agent.init(jax.random.PRNGKey(0))
+    ro = rollout(agent, state, env, jax.random.PRNGKey(1))
+    hparams = jax.tree.map(lambda x: jnp.stack([x, x]), state.hparams)
+    hparams = hparams.replace(lr=jnp.array([0.0, 1e-3]))
+    new, _ = jax.vmap(lambda h: agent.update(state.replace(hparams=h), ro, jax.random.PRNGKey(2)))(
+        hparams
+    )
+    leaf = lambda p: jax.tree.leaves(p)[0]
+    np.testing.assert_array_equal(leaf(new.params)[0], leaf(state.params))
+    assert jnp.any(leaf(new.params)[1] != leaf(state.params))
+
+
+def test_user_mistakes_are_config_errors():
+    env = envs.make("CartPole-v1", num_envs=3)
+    agent = agents.make("ppo", env.spec, hidden_sizes=(8,), num_minibatches=4)
+    state = agent.init(jax.random.PRNGKey(0))
+    ro = rollout(agent, state, env, jax.random.PRNGKey(1), T=3)
+    with pytest.raises(ConfigError, match="not divisible by num_minibatches"):
+        agent.update(state, ro, jax.random.PRNGKey(2))
+    with pytest.raises(ConfigError, match="surrogate"):
+        agents.make("ppo", env.spec, surrogate=0.1)
+    with pytest.raises(ConfigError, match="surrogate_loss_clip"):
+        agents.make("a2c", env.spec, surrogate_loss_clip=0.1)
+
+
+def test_cli_fills_total_steps_from_the_run():
+    cfg = resolve(agent="ppo", env="CartPole", steps=12_345)
+    assert cfg["agent"]["total_steps"] == 12_345
+    assert cfg["preset"] == "cartpole-ppo" and cfg["run"]["rollout_len"] == 128
+    cfg = resolve(agent="ppo", env="CartPole", overrides={"agent.total_steps": 99})
+    assert cfg["agent"]["total_steps"] == 99
+
+
+def test_a_few_ppo_updates_on_cartpole_raise_the_return():
+    env = envs.make("CartPole-v1", num_envs=4)
+    agent = agents.make("ppo", env.spec, hidden_sizes=(32, 32), lr=1e-3, anneal_lr=False)
+    run = RunConfig(steps=20 * 512, rollout_len=128, log_every=20 * 512, eval_every=0)
+    _, m = jax.jit(make_train(agent, env, run))(jax.random.PRNGKey(0))
+    mean_return = np.asarray(m["episode_return_sum"]) / np.maximum(1, np.asarray(m["episodes"]))
+    # A uniformly random policy averages about 22 on CartPole.
+    assert mean_return[:2].mean() < 30
+    assert mean_return[-3:].mean() > 3 * mean_return[:2].mean()
