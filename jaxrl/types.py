@@ -99,7 +99,10 @@ class TimeStep(NamedTuple):
         ``obs`` unless the episode ended),
         ``episode_return`` ``[N]`` float32: raw return of the episode that just ended
         (meaningful where ``terminated | truncated``),
-        ``episode_length`` ``[N]`` int32: its length in agent steps.
+        ``episode_length`` ``[N]`` int32: its length in agent steps;
+        and optionally ``episode_done`` ``[N]`` bool: where the two above are meaningful,
+        when that differs from ``terminated | truncated`` (Atari's ``episodic_life``
+        terminates at every lost life but reports the whole game's score at its end).
     """
 
     obs: Array

@@ -26,7 +26,9 @@ class DQNConfig:
     Mnih et al. 2015, except where noted; names follow RLHive where it has one.
 
     Attributes:
-      hidden_sizes: MLP torso widths (CleanRL: 120, 84).
+      hidden_sizes: dense widths of the torso (CleanRL's MLP: 120, 84).
+      torso: ``"auto"``, ``"mlp"``, ``"nature"``, ``"impala"`` or ``"minatar"``, as in
+        ``RainbowConfig`` (auto: an MLP for vectors, a CNN for images).
       dueling: dueling head (Wang et al. 2016).
       double: double-Q target, action chosen by the online net (van Hasselt et al. 2016).
       n_step: length of the multi-step return (1 = one-step TD).
@@ -50,6 +52,7 @@ class DQNConfig:
     """
 
     hidden_sizes: tuple[int, ...] = (120, 84)
+    torso: Literal["auto", "mlp", "nature", "impala", "minatar"] = "auto"
     dueling: bool = False
     double: bool = False
     n_step: int = 1
@@ -74,11 +77,12 @@ class DQNConfig:
         check_value_ranges(self)
 
 
-def make_q_network(spec: EnvSpec, hidden_sizes: tuple[int, ...], dueling: bool) -> QNetwork:
-    """DQN's network: an MLP torso and a (dueling) linear Q head, ``[B, A]``."""
-    return make_network(
-        spec, RainbowConfig(hidden_sizes=hidden_sizes, dueling=dueling, **DQN_FLAGS)
-    )
+def make_q_network(
+    spec: EnvSpec, hidden_sizes: tuple[int, ...], dueling: bool, torso: str = "auto"
+) -> QNetwork:
+    """DQN's network: the ``torso`` and a (dueling) linear Q head, ``[B, A]``."""
+    cfg = RainbowConfig(hidden_sizes=hidden_sizes, dueling=dueling, torso=torso, **DQN_FLAGS)
+    return make_network(spec, cfg)
 
 
 def make_dqn(spec: EnvSpec, **overrides: Any) -> Agent:

@@ -29,13 +29,12 @@ from jaxrl.buffers.compact import make_compact_replay
 from jaxrl.buffers.prioritized import make_prioritized_replay
 from jaxrl.buffers.replay import make_uniform_replay
 from jaxrl.networks import (
-    MLP,
     CategoricalHead,
     DuelingCategoricalHead,
     DuelingHead,
-    NatureCNN,
     QHead,
     QNetwork,
+    make_torso,
 )
 from jaxrl.ops import (
     categorical_double_q_target,
@@ -79,8 +78,12 @@ class RainbowConfig:
         (``buffers/compact.py``; windows that would need a truncated episode's final
         observation are never sampled); ``"auto"`` picks compact for stacked uint8 image
         observations ``[H, W, stack]`` and full otherwise.
-      hidden_sizes: widths of the dense layers of the torso: an MLP for vector
-        observations, after the Nature DQN convolutions for images ``[H, W, C]`` (512).
+      hidden_sizes: widths of the dense layers of the torso: the MLP's, or those after
+        the convolutions of an image torso (512).
+      torso: ``"auto"`` (an MLP for vector observations, the MinAtar CNN for images under
+        32 pixels, the Nature DQN CNN for larger ones), ``"mlp"``, ``"nature"`` (Mnih et
+        al. 2015), ``"impala"`` (Espeholt et al. 2018) or ``"minatar"`` (Young & Tian
+        2019); see ``networks.make_torso``.
       loss: TD loss when not distributional: ``"huber"`` or ``"mse"``.
       lr, adam_eps: Adam (6.25e-5, 1.5e-4).
       gamma: discount (0.99).
@@ -113,6 +116,7 @@ class RainbowConfig:
     priority_eps: float = 1e-6
     storage: Literal["auto", "full", "compact"] = "auto"
     hidden_sizes: tuple[int, ...] = (512,)
+    torso: Literal["auto", "mlp", "nature", "impala", "minatar"] = "auto"
     loss: Literal["huber", "mse"] = "huber"
     lr: float = 6.25e-5
     adam_eps: float = 1.5e-4
@@ -180,11 +184,7 @@ def make_network(spec: EnvSpec, cfg: RainbowConfig) -> QNetwork:
         head = head_cls(n, cfg.num_atoms, **noise)
     else:
         head = (DuelingHead if cfg.dueling else QHead)(n, **noise)
-    if len(spec.obs_shape) == 3:  # images [H, W, C]: the Nature DQN torso
-        torso = NatureCNN(cfg.hidden_sizes)
-    else:
-        torso = MLP(cfg.hidden_sizes, obs_ndim=len(spec.obs_shape))
-    return QNetwork(torso=torso, head=head)
+    return QNetwork(torso=make_torso(cfg.torso, spec.obs_shape, cfg.hidden_sizes), head=head)
 
 
 def make_buffer(spec: EnvSpec, cfg: RainbowConfig) -> Any:

@@ -28,6 +28,7 @@ __all__ = [
     "VectorEnvState",
     "available",
     "canonical_name",
+    "family",
     "make",
     "make_vector_env",
     "register",
@@ -38,6 +39,7 @@ Factory = Callable[..., Env]
 _FACTORIES: dict[str, Factory | str] = {}  # canonical name -> factory or "module:attr"
 _DESCRIPTIONS: dict[str, str] = {}
 _ALIASES: dict[str, str] = {}  # alias -> canonical name
+_FAMILIES: dict[str, str] = {}  # canonical name -> family ("atari"), where it has one
 
 
 def register(
@@ -45,8 +47,12 @@ def register(
     factory: Factory | str,
     description: str = "",
     aliases: Iterable[str] = (),
+    family: str | None = None,
 ) -> None:
     """Register ``factory(num_envs=..., **kwargs) -> Env`` under ``name``.
+
+    ``family`` groups environments that share presets (``"atari"``: a preset whose env
+    section says ``family: atari`` applies to every Atari game).
 
     ``factory`` may also be a ``"package.module:attr"`` string, imported on first use (for
     environments with heavy optional dependencies). Registering an existing name again
@@ -68,6 +74,15 @@ def register(
     _DESCRIPTIONS[name] = description
     for alias in aliases:
         _ALIASES[alias] = name
+    if family:
+        _FAMILIES[name] = family
+    else:
+        _FAMILIES.pop(name, None)
+
+
+def family(name: str) -> str | None:
+    """The family of environment ``name`` (any accepted spelling), or None."""
+    return _FAMILIES.get(canonical_name(name))
 
 
 def available() -> dict[str, str]:
@@ -209,3 +224,22 @@ for _task, _what in (
         f"MuJoCo {_task} in Brax (pip install jaxrl[mujoco]): {_what}, 1000 steps.",
         aliases=(_task,),
     )
+
+def _register_atari() -> None:
+    """Every single-player ALE game as ``ALE/<Game>-v5`` with aliases ``<Game>-v5`` and
+    ``<Game>``. Needs ale-py (``pip install 'jaxrl[atari]'``), imported on first use."""
+    from jaxrl.envs import atari
+
+    for rom in atari.GAMES:
+        game = atari.game_name(rom)
+        register(
+            f"ALE/{game}-v5",
+            atari.factory(rom),
+            f"Atari 2600 {game} (ale-py XLA vector env): uint8 [84, 84, 4] frames, "
+            "sticky actions 0.25; needs jaxrl[atari]",
+            aliases=(f"{game}-v5", game),
+            family="atari",
+        )
+
+
+_register_atari()

@@ -9,7 +9,9 @@ An experiment config is a plain dict, saved as ``config.yaml`` in the run direct
 
 Resolution order, later wins: the agent and env defaults; the preset for the agent/env
 pair (``configs/presets/*.yaml``, chosen automatically when no ``--config`` is given) or
-the ``--config`` file (which may itself name a ``preset:`` to start from); the plain CLI
+the ``--config`` file (which may itself name a ``preset:`` to start from; a preset's env
+section may give a ``family`` instead of a ``name``, as ``atari-rainbow`` does with
+``family: atari``, to apply to every env of that family); the plain CLI
 flags (``--steps``, ``--seed``, ``--num-envs``); dotted overrides (``--agent.lr 3e-4``).
 The saved file holds every resolved value, so it alone reproduces the run.
 """
@@ -72,14 +74,22 @@ def load_preset(name: str) -> dict[str, Any]:
 
 
 def find_preset(agent: str, env: str) -> str | None:
-    """The preset whose agent and (canonical) env names match, if there is one."""
+    """The preset for agent ``agent`` on env ``env`` (canonical), if there is one: one whose
+    env section names ``env``, else one whose env section names ``env``'s family
+    (``env: {family: atari}`` matches every registered Atari game)."""
+    by_family = None
     for name, path in presets().items():
         data = load_yaml(path)
-        preset_env = data.get("env", {}).get("name")
-        if data.get("agent", {}).get("name") == agent and preset_env is not None:
-            if envs.canonical_name(preset_env) == env:
+        if data.get("agent", {}).get("name") != agent:
+            continue
+        preset_env = data.get("env", {})
+        if preset_env.get("name") is not None:
+            if envs.canonical_name(preset_env["name"]) == env:
                 return name
-    return None
+        elif by_family is None and preset_env.get("family") is not None:
+            if preset_env["family"] == envs.family(env):
+                by_family = name
+    return by_family
 
 
 def merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -140,6 +150,10 @@ def resolve(
     base_env = base.get("env", {}).get("name")
     if base_env is not None and envs.canonical_name(base_env) != env_name:
         base["env"] = {}
+    base_family = base.get("env", {}).get("family")
+    if base_family is not None and base_family != envs.family(env_name):
+        base["env"] = {}  # e.g. an Atari preset's env options given a non-Atari env
+    base.get("env", {}).pop("family", None)
     cfg = merge({"agent": {}, "env": {}, "run": {}}, base)
     cfg["agent"]["name"], cfg["env"]["name"] = agent_name, env_name
     for key, value in (("steps", steps), ("seed", seed)):

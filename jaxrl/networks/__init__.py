@@ -3,12 +3,26 @@
 from jaxrl.networks.heads import CategoricalHead, DuelingCategoricalHead, DuelingHead, QHead
 from jaxrl.networks.noisy import NoisyLinear, dense, factorized_noise
 from jaxrl.networks.policies import ActorCritic
-from jaxrl.networks.torsos import MLP, NatureCNN, QNetwork
+from jaxrl.networks.torsos import (
+    MLP,
+    TORSOS,
+    ImpalaCNN,
+    MinAtarCNN,
+    NatureCNN,
+    QNetwork,
+    ResidualBlock,
+    make_torso,
+)
 
 __all__ = [
     "ActorCritic",
     "MLP",
+    "TORSOS",
+    "ImpalaCNN",
+    "MinAtarCNN",
     "NatureCNN",
+    "ResidualBlock",
+    "make_torso",
     "CategoricalHead",
     "DuelingCategoricalHead",
     "DuelingHead",

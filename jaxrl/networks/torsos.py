@@ -1,4 +1,5 @@
-"""Torsos: observation -> feature vector, and ``QNetwork`` (torso + head)."""
+"""Torsos: observation -> feature vector (``make_torso`` picks one by name), and
+``QNetwork`` (torso + head)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl.networks.noisy import dense
+from jaxrl.types import ConfigError
 
 
 class MLP(nn.Module):
@@ -64,6 +66,102 @@ class NatureCNN(nn.Module):
         for size in self.hidden_sizes:
             x = nn.relu(nn.Dense(size)(x))
         return x
+
+
+def _scale(obs: jax.Array) -> jax.Array:
+    """float32, integer (uint8 frame) inputs divided by 255."""
+    x = obs.astype(jnp.float32)
+    return x / 255.0 if jnp.issubdtype(obs.dtype, jnp.integer) else x
+
+
+class ResidualBlock(nn.Module):
+    """``x + conv(relu(conv(relu(x))))``, both 3x3 SAME stride 1 with ``x``'s channels
+    (Espeholt et al. 2018, Figure 3)."""
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        channels = x.shape[-1]
+        y = nn.Conv(channels, (3, 3), padding="SAME")(nn.relu(x))
+        y = nn.Conv(channels, (3, 3), padding="SAME")(nn.relu(y))
+        return x + y
+
+
+class ImpalaCNN(nn.Module):
+    """The IMPALA ResNet torso (Espeholt et al. 2018, "IMPALA", Figure 3, "deep").
+
+    ``[..., H, W, C]`` (uint8 frames divided by 255); for each of ``channels`` (16, 32,
+    32) a stage Conv(c, 3x3, stride 1, SAME), MaxPool(3x3, stride 2, SAME) and two
+    ``ResidualBlock``; then ReLU, flatten and ``Dense(size)`` + ReLU for each of
+    ``hidden_sizes`` (256 in the paper). An 84x84 input leaves 11x11x32 before the dense
+    layers (84 -> 42 -> 21 -> 11). Output ``[..., hidden_sizes[-1]]`` float32.
+    """
+
+    hidden_sizes: Sequence[int] = (256,)
+    channels: Sequence[int] = (16, 32, 32)
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        x = _scale(obs)
+        batch = x.shape[:-3]
+        x = x.reshape((-1, *x.shape[-3:]))
+        for c in self.channels:
+            x = nn.Conv(c, (3, 3), padding="SAME")(x)
+            x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
+            x = ResidualBlock()(x)
+            x = ResidualBlock()(x)
+        x = nn.relu(x).reshape((*batch, -1))
+        for size in self.hidden_sizes:
+            x = nn.relu(nn.Dense(size)(x))
+        return x
+
+
+class MinAtarCNN(nn.Module):
+    """The MinAtar torso (Young & Tian 2019, "MinAtar"): Conv(16, 3x3, stride 1, VALID) +
+    ReLU, flatten, ``Dense(size)`` + ReLU for each of ``hidden_sizes`` (128 in the paper).
+
+    ``[..., H, W, C]`` cast to float32 as it is (MinAtar's channels are 0/1; uint8 frames
+    are divided by 255). Output ``[..., hidden_sizes[-1]]`` float32.
+    """
+
+    hidden_sizes: Sequence[int] = (128,)
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        x = obs.astype(jnp.float32) if obs.dtype == jnp.bool_ else _scale(obs)
+        x = nn.relu(nn.Conv(16, (3, 3), padding="VALID")(x))
+        x = x.reshape(x.shape[:-3] + (-1,))
+        for size in self.hidden_sizes:
+            x = nn.relu(nn.Dense(size)(x))
+        return x
+
+
+TORSOS = ("auto", "mlp", "nature", "impala", "minatar")
+
+
+def make_torso(name: str, obs_shape: Sequence[int], hidden_sizes: Sequence[int]) -> nn.Module:
+    """The torso ``name`` for observations of ``obs_shape``, its dense widths ``hidden_sizes``.
+
+    ``"mlp"``: ``MLP``; ``"nature"``: ``NatureCNN`` (Mnih et al. 2015); ``"impala"``:
+    ``ImpalaCNN`` (Espeholt et al. 2018); ``"minatar"``: ``MinAtarCNN`` (Young & Tian
+    2019); ``"auto"``: ``mlp`` for vector observations, ``minatar`` for images ``[H, W, C]``
+    smaller than 32 pixels on a side (MinAtar's 10x10), ``nature`` for other images.
+    The convolutional torsos need image observations ``[H, W, C]`` (else ``ConfigError``).
+    """
+    obs_shape = tuple(obs_shape)
+    image = len(obs_shape) == 3
+    if name == "auto":
+        name = "mlp" if not image else "minatar" if min(obs_shape[:2]) < 32 else "nature"
+    if name == "mlp":
+        return MLP(tuple(hidden_sizes), obs_ndim=len(obs_shape))
+    if name not in TORSOS:
+        raise ConfigError(f"unknown torso {name!r}; valid: {', '.join(TORSOS)}")
+    if not image:
+        raise ConfigError(
+            f"torso {name!r} needs image observations [H, W, C], got shape {obs_shape}; "
+            "use torso 'mlp' or 'auto'"
+        )
+    cls = {"nature": NatureCNN, "impala": ImpalaCNN, "minatar": MinAtarCNN}[name]
+    return cls(tuple(hidden_sizes))
 
 
 def _accepts_deterministic(module: nn.Module) -> bool:

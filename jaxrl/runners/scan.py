@@ -26,7 +26,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl.types import Agent, Env, Transition
+from jaxrl.types import Agent, Env, TimeStep, Transition
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +80,16 @@ class Runner(NamedTuple):
     steps_per_iteration: int
 
 
+def episode_done(ts: TimeStep) -> jax.Array:
+    """``[N]`` bool: a whole episode ended, so ``info["episode_return"]`` is its raw score.
+
+    ``info["episode_done"]`` where the env gives it (Atari with ``episodic_life`` ends a
+    learning episode at each lost life but reports the score once per game), else
+    ``terminated | truncated``.
+    """
+    return ts.info.get("episode_done", ts.terminated | ts.truncated)
+
+
 def make_evaluate(agent: Agent, env: Env) -> Callable[[Any, jax.Array], jax.Array]:
     """Returns ``evaluate(agent_state, key) -> returns [env.spec.num_envs]``.
 
@@ -101,7 +111,7 @@ def make_evaluate(agent: Agent, env: Env) -> Callable[[Any, jax.Array], jax.Arra
             key, act_key, step_key = jax.random.split(key, 3)
             action, _ = agent.act(agent_state, obs, act_key, False)
             env_state, ts = env.step(env_state, action, step_key)
-            done = ts.terminated | ts.truncated
+            done = episode_done(ts)
             returns = jnp.where(done & ~finished, ts.info["episode_return"], returns)
             return env_state, ts.obs, key, finished | done, returns, t + 1
 
@@ -145,7 +155,7 @@ def make_runner(agent: Agent, env: Env, config: RunConfig, eval_env: Env | None 
         transition = Transition(
             obs, action, ts.reward, ts.info["final_obs"], ts.terminated, ts.truncated, extras
         )
-        done = ts.terminated | ts.truncated
+        done = episode_done(ts)
         stats = {
             "episodes": done.sum(),
             "episode_return_sum": jnp.where(done, ts.info["episode_return"], 0.0).sum(),

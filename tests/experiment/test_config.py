@@ -102,3 +102,20 @@ def test_every_preset_is_valid(name):
     for section in ("agent", "run"):
         for key, value in preset[section].items():
             assert cfg[section][key] == value, (section, key)
+
+
+@pytest.mark.parametrize("agent", ["dqn", "rainbow"])
+def test_atari_preset_chosen_for_every_atari_game(agent):
+    for env in ("Pong", "ALE/Breakout-v5", "mspacman"):
+        cfg = config.resolve(agent=agent, env=env)
+        assert cfg["preset"] == f"atari-{agent}"
+        assert cfg["env"]["noop_max"] == 0 and "family" not in cfg["env"]
+        assert cfg["agent"]["torso"] == "nature" and cfg["agent"]["buffer_size"] == 1_000_000
+    assert config.find_preset(agent, "CartPole-v1") == f"cartpole-{agent}"
+    # The family preset's env options are dropped for an env of another family.
+    path = str(config.presets()[f"atari-{agent}"])
+    assert config.resolve(config_file=path, env="CartPole")["env"] == {
+        "name": "CartPole-v1",
+        "num_envs": 1,
+    }
+    assert config.resolve(config_file=path, env="Breakout")["env"]["name"] == "ALE/Breakout-v5"

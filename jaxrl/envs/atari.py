@@ -1,0 +1,356 @@
+"""Atari 2600 games through ale-py's XLA vector environment, stepped inside ``jit`` and
+``lax.scan`` like any other ``Env`` (see ``jaxrl.types.Env``).
+
+ale-py's ``AtariVectorEnv(...).xla()`` (ale-py >= 0.11) exposes its C++ vector
+environment as two XLA foreign-function calls, ``reset`` and ``step``, on CPU and CUDA.
+They run the emulators on ale-py's own thread pool while the compiled program waits, so
+acting, learning and emulating form one program with no Python in the loop. This module
+wraps them behind the ``Env`` contract:
+
+* **auto-reset in the same step**: ale-py's XLA step resets a finished game on the *next*
+  call (ignoring that call's action); here every game that ended is reset at once with a
+  partial reset, so ``obs`` is the next game's first observation and
+  ``info["final_obs"]`` the true last one;
+* **terminated distinct from truncated**: ``terminated`` is a game over (or, with
+  ``episodic_life``, a lost life), ``truncated`` is the ``max_num_frames_per_episode``
+  limit; never both;
+* **raw score**: ``info["episode_return"]`` / ``info["episode_length"]`` are the whole
+  game's unclipped score and agent steps, given where ``info["episode_done"]`` is true
+  (a game ended); ``reward`` is clipped to [-1, 1] when ``reward_clipping`` (learning
+  only).
+
+Preprocessing (Mnih et al. 2015; Machado et al. 2018), each a named option of
+``make_atari`` with the usual default: 84x84 grayscale frames (``img_height``,
+``img_width``), the action repeated for ``frameskip`` 4 emulator frames with the last two
+max-pooled (``maxpool``), the last ``stack_num`` 4 frames stacked, up to ``noop_max`` 30
+no-op actions after a reset, sticky actions with ``repeat_action_probability`` 0.25
+(Machado et al. 2018; Dopamine), ``episodic_life`` off (Machado et al. 2018; Dopamine;
+Mnih et al. 2015 had it on), reward clipping on, and games truncated after
+``max_num_frames_per_episode`` 108,000 emulator frames (27,000 agent steps, 30 minutes).
+
+Observations are ``uint8 [N, img_height, img_width, stack_num]``, the newest frame last;
+frames before the start of an episode are zeros (as Dopamine and
+``buffers/compact.py``'s ``stack_padding="zero"``). Networks divide by 255.
+
+Limits of the backend:
+
+* the state holds a handle to the C++ environments of this process: an ``Env`` cannot be
+  ``jax.vmap``-ed (a seed sweep over Atari raises ``ConfigError``; run seeds as separate
+  processes or use more ``num_envs``), and its state cannot be restored in another process;
+* ``reset(key)`` derives one emulator seed per env from ``key`` (sticky actions and no-op
+  starts then follow the emulators' own generators); ``step`` ignores its key.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxrl.types import Array, ConfigError, Discrete, Env, EnvSpec, PRNGKey, TimeStep
+from jaxrl.validation import check_int
+
+# The single-player games of ale-py's ROM set (ale_py.roms.get_all_rom_ids() without the
+# two-player-only combat, joust, maze_craze and warlords), as Gymnasium's "ALE/...-v5".
+GAMES: tuple[str, ...] = (
+    "adventure air_raid alien amidar assault asterix asteroids atlantis atlantis2 "
+    "backgammon bank_heist basic_math battle_zone beam_rider berzerk blackjack bowling "
+    "boxing breakout carnival casino centipede chopper_command crazy_climber crossbow "
+    "darkchambers defender demon_attack donkey_kong double_dunk earthworld "
+    "elevator_action enduro entombed et fishing_derby flag_capture freeway frogger "
+    "frostbite galaxian gopher gravitar hangman haunted_house hero human_cannonball "
+    "ice_hockey jamesbond journey_escape kaboom kangaroo keystone_kapers king_kong klax "
+    "koolaid krull kung_fu_master laser_gates lost_luggage mario_bros miniature_golf "
+    "montezuma_revenge mr_do ms_pacman name_this_game othello pacman phoenix pitfall "
+    "pitfall2 pong pooyan private_eye qbert riverraid road_runner robotank seaquest "
+    "sir_lancelot skiing solaris space_invaders space_war star_gunner superman surround "
+    "tennis tetris tic_tac_toe_3d time_pilot trondead turmoil tutankham up_n_down venture "
+    "video_checkers video_chess video_cube video_pinball wizard_of_wor word_zapper "
+    "yars_revenge zaxxon"
+).split()
+
+
+def game_name(rom: str) -> str:
+    """``"ms_pacman" -> "MsPacman"`` (ale-py's ``rom_id_to_name``)."""
+    return rom.title().replace("_", "")
+
+
+class AtariState(NamedTuple):
+    """State of the wrapper; every leaf but ``handle`` has a leading ``num_envs`` axis.
+
+    Attributes:
+      handle: ``uint8 [8]``, ale-py's handle of the C++ environments; threading it from
+        call to call orders the foreign calls.
+      lives: ``int32 [N]`` lives left (for ``episodic_life``).
+      episode_return: ``float32 [N]`` raw score of the current game so far.
+      episode_length: ``int32 [N]`` agent steps of the current game so far.
+      since_start: ``int32 [N]`` agent steps since the current episode (life, with
+        ``episodic_life``) started; frames older than that are zeroed in observations.
+    """
+
+    handle: Array
+    lives: Array
+    episode_return: Array
+    episode_length: Array
+    since_start: Array
+
+
+def _no_vmap(name: str):
+    """Wraps a foreign call so that ``jax.vmap`` of it is a ``ConfigError``."""
+
+    def decorate(fn):
+        fn = jax.custom_batching.custom_vmap(fn)
+
+        @fn.def_vmap
+        def rule(axis_size, in_batched, *args):
+            raise ConfigError(
+                f"{name}: ale-py's XLA environments cannot be vmapped (e.g. a vmapped seed "
+                "sweep); run seeds as separate processes, or use more num_envs"
+            )
+
+        return fn
+
+    return decorate
+
+
+def _check_float(what: str, value: Any, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+        raise ConfigError(f"{what} must be a number in [{low}, {high}], got {value!r}")
+    return float(value)
+
+
+def _check_bool(what: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{what} must be true or false, got {value!r}")
+    return value
+
+
+def make_atari(
+    game: str,
+    num_envs: int = 1,
+    *,
+    img_height: int = 84,
+    img_width: int = 84,
+    frameskip: int = 4,
+    maxpool: bool = True,
+    stack_num: int = 4,
+    noop_max: int = 30,
+    repeat_action_probability: float = 0.25,
+    episodic_life: bool = False,
+    reward_clipping: bool = True,
+    max_num_frames_per_episode: int = 108_000,
+    use_fire_reset: bool = False,
+    full_action_space: bool = False,
+    num_threads: int = 0,
+) -> Env:
+    """``num_envs`` copies of Atari game ``game`` (a ROM id such as ``"pong"``).
+
+    Args (ale-py's names):
+      img_height, img_width: size of the grayscale frames (84 x 84; Mnih et al. 2015).
+      frameskip: emulator frames per agent step, the action repeated (4).
+      maxpool: observe the pixel-wise max of the last two of those frames (True).
+      stack_num: frames stacked in an observation, newest last (4).
+      noop_max: a reset is followed by ``U{0 .. noop_max - 1}`` no-op frames (30; 0 or 1:
+        none).
+      repeat_action_probability: sticky actions: each emulator frame repeats the
+        previous action with this probability (0.25; Machado et al. 2018, Dopamine).
+      episodic_life: a lost life is ``terminated`` (the game goes on; its frame stack
+        restarts from zeros, as Dopamine's ``terminal_on_life_loss``) (False).
+      reward_clipping: ``reward`` clipped to [-1, 1]; ``info["episode_return"]`` stays
+        raw (True).
+      max_num_frames_per_episode: games are truncated after this many emulator frames
+        (108,000 = 27,000 agent steps; Machado et al. 2018).
+      use_fire_reset: press FIRE after a reset where the game has it (False, as Dopamine).
+      full_action_space: all 18 actions instead of the game's minimal set (False).
+      num_threads: ale-py worker threads (0: one per CPU core, at most ``num_envs``).
+
+    Returns:
+      An ``Env`` with ``obs`` ``uint8 [N, img_height, img_width, stack_num]``, actions
+      ``int32 [N]`` in ``Discrete(n)``, and ``info`` with ``final_obs``,
+      ``episode_return``, ``episode_length``, ``episode_done`` (``[N]`` bool, a game
+      ended: the two before are its raw score and length) and ``lives``.
+    """
+    name = f"ALE/{game_name(game)}-v5"
+    if game not in GAMES:
+        raise ConfigError(f"unknown Atari game {game!r}; valid: {', '.join(GAMES)}")
+    num_envs = check_int("num_envs", num_envs)
+    for what, value, minimum in (
+        ("img_height", img_height, 1),
+        ("img_width", img_width, 1),
+        ("frameskip", frameskip, 1),
+        ("stack_num", stack_num, 1),
+        ("noop_max", noop_max, 0),
+        ("max_num_frames_per_episode", max_num_frames_per_episode, 1),
+        ("num_threads", num_threads, 0),
+    ):
+        check_int(f"{name} option '{what}'", value, minimum)
+    for what, value in (
+        ("maxpool", maxpool),
+        ("episodic_life", episodic_life),
+        ("reward_clipping", reward_clipping),
+        ("use_fire_reset", use_fire_reset),
+        ("full_action_space", full_action_space),
+    ):
+        _check_bool(f"{name} option '{what}'", value)
+    repeat_action_probability = _check_float(
+        f"{name} option 'repeat_action_probability'", repeat_action_probability, 0.0, 1.0
+    )
+    try:
+        from ale_py import AtariVectorEnv
+    except ImportError:
+        raise ConfigError(f"env {name!r} needs ale-py: pip install 'jaxrl[atari]'") from None
+
+    vec = AtariVectorEnv(
+        game,
+        num_envs,
+        num_threads=num_threads,
+        max_num_frames_per_episode=max_num_frames_per_episode,
+        repeat_action_probability=repeat_action_probability,
+        full_action_space=full_action_space,
+        img_height=img_height,
+        img_width=img_width,
+        grayscale=True,
+        stack_num=stack_num,
+        frameskip=frameskip,
+        maxpool=maxpool,
+        noop_max=noop_max,
+        episodic_life=False,  # done here from `lives`, without resetting the game
+        reward_clipping=False,  # done here, so that the raw score can be logged
+        use_fire_reset=use_fire_reset,
+    )
+    initial_handle, _, xla_step = vec.xla()  # also registers the foreign-call targets
+    ale_shape = vec.observation_space.shape  # [N, stack, H, W]
+    i32 = jax.ShapeDtypeStruct((num_envs,), jnp.int32)
+    # ale-py's own xla_reset resets a boolean mask only outside jit; this is its call with
+    # the indices given directly: (handle, indices [k], seeds [k]) -> (handle, obs [N, ...],
+    # env_ids, lives, frame_number, episode_frame_number), the envs not reset reporting
+    # their current observation.
+    reset_call = jax.ffi.ffi_call(
+        "atari_vector_xla_reset",
+        (jax.ShapeDtypeStruct((8,), jnp.uint8), jax.ShapeDtypeStruct(ale_shape, jnp.uint8))
+        + (i32,) * 4,
+        has_side_effect=True,
+    )
+
+    @_no_vmap(name)
+    def ale_reset(handle, indices, seeds):
+        handle, obs, _, lives, _, _ = reset_call(handle, indices, seeds)
+        return handle, obs, lives
+
+    @_no_vmap(name)
+    def ale_step(handle, action):
+        handle, (obs, reward, terminated, truncated, info) = xla_step(handle, action)
+        return handle, obs, reward, terminated, truncated, info["lives"]
+
+    spec = EnvSpec(
+        name=name,
+        obs_shape=(img_height, img_width, stack_num),
+        obs_dtype="uint8",
+        action_space=Discrete(int(vec.single_action_space.n)),
+        num_envs=num_envs,
+        max_episode_steps=math.ceil(max_num_frames_per_episode / frameskip),
+    )
+    keep = jnp.arange(stack_num)  # frame k (0 oldest) is kept iff k >= stack_num-1-since
+
+    def observe(ale_obs: Array, since_start: Array) -> Array:
+        """``[N, S, H, W]`` -> ``[N, H, W, S]``; with episodic life, frames from before the
+        current life zeroed (ale-py zeroes them itself after a reset)."""
+        obs = jnp.moveaxis(ale_obs, 1, -1)
+        if not episodic_life:
+            return obs
+        mask = keep[None, :] >= stack_num - 1 - since_start[:, None]  # [N, S]
+        return jnp.where(mask[:, None, None, :], obs, jnp.zeros((), jnp.uint8))
+
+    def reset(key: PRNGKey) -> tuple[AtariState, TimeStep]:
+        seeds = jax.random.randint(key, (num_envs,), 0, 2**31 - 1, dtype=jnp.int32)
+        indices = jnp.arange(num_envs, dtype=jnp.int32)
+        handle, ale_obs, lives = ale_reset(initial_handle, indices, seeds)
+        zeros_f = jnp.zeros((num_envs,), jnp.float32)
+        zeros_i = jnp.zeros((num_envs,), jnp.int32)
+        false = jnp.zeros((num_envs,), bool)
+        obs = observe(ale_obs, zeros_i)
+        info = {
+            "final_obs": obs,
+            "episode_return": zeros_f,
+            "episode_length": zeros_i,
+            "episode_done": false,
+            "lives": lives,
+        }
+        state = AtariState(handle, lives, zeros_f, zeros_i, zeros_i)
+        return state, TimeStep(obs, zeros_f, false, false, info)
+
+    def reset_ended(handle: Array, ended: Array, ale_obs: Array, lives: Array):
+        """Resets every env where ``ended``, one partial reset each (seed -1 keeps each
+        emulator's random stream); returns the batch's observations and lives after."""
+        order = jnp.nonzero(ended, size=num_envs, fill_value=0)[0].astype(jnp.int32)
+        minus_one = jnp.full((1,), -1, jnp.int32)
+
+        def body(carry):
+            k, handle, _, _ = carry
+            handle, ale_obs, lives = ale_reset(handle, order[k][None], minus_one)
+            return k + 1, handle, ale_obs, lives
+
+        count = ended.sum()
+        _, handle, ale_obs, lives = jax.lax.while_loop(
+            lambda c: c[0] < count, body, (jnp.zeros((), count.dtype), handle, ale_obs, lives)
+        )
+        return handle, ale_obs, lives
+
+    def step(state: AtariState, action: Array, key: PRNGKey) -> tuple[AtariState, TimeStep]:
+        del key
+        if jnp.shape(action) != (num_envs,):
+            raise ValueError(f"{name}: expected actions of shape {(num_envs,)}, got {action.shape}")
+        handle, ale_obs, reward, game_over, truncated, lives = ale_step(
+            state.handle, action.astype(jnp.int32)
+        )
+        truncated = truncated & ~game_over
+        game_end = game_over | truncated
+        raw_reward = reward.astype(jnp.float32)
+        ep_return = state.episode_return + raw_reward
+        ep_length = state.episode_length + 1
+        terminated = game_over
+        if episodic_life:
+            terminated = game_over | ((lives < state.lives) & ~truncated)
+        final_obs = observe(ale_obs, state.since_start + 1)
+        handle, ale_obs, lives = jax.lax.cond(
+            game_end.any(),
+            reset_ended,
+            lambda handle, ended, ale_obs, lives: (handle, ale_obs, lives),
+            handle,
+            game_end,
+            ale_obs,
+            lives,
+        )
+        since_start = jnp.where(terminated | truncated, 0, state.since_start + 1)
+        obs = observe(ale_obs, since_start)
+        info = {
+            "final_obs": final_obs,
+            "episode_return": jnp.where(game_end, ep_return, 0.0),
+            "episode_length": jnp.where(game_end, ep_length, 0),
+            "episode_done": game_end,
+            "lives": lives,
+        }
+        new_state = AtariState(
+            handle=handle,
+            lives=lives,
+            episode_return=jnp.where(game_end, 0.0, ep_return),
+            episode_length=jnp.where(game_end, 0, ep_length),
+            since_start=since_start,
+        )
+        if reward_clipping:
+            reward_out = jnp.clip(raw_reward, -1.0, 1.0)
+        else:
+            reward_out = raw_reward
+        return new_state, TimeStep(obs, reward_out, terminated, truncated, info)
+
+    # `vec` owns the C++ environments the handle points to: both functions keep it alive.
+    reset.ale_vector_env = step.ale_vector_env = vec
+    return Env(spec=spec, reset=reset, step=step)
+
+
+def factory(game: str):
+    """The registry's factory for ``game``: ``factory("pong")(num_envs=..., **options)``."""
+    return functools.partial(make_atari, game)
