@@ -225,6 +225,7 @@ for _task, _what in (
         aliases=(_task,),
     )
 
+
 def _register_atari() -> None:
     """Every single-player ALE game as ``ALE/<Game>-v5`` with aliases ``<Game>-v5`` and
     ``<Game>``. Needs ale-py (``pip install 'jaxrl[atari]'``), imported on first use."""
