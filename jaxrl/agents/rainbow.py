@@ -33,6 +33,7 @@ from jaxrl.networks import (
     CategoricalHead,
     DuelingCategoricalHead,
     DuelingHead,
+    MinAtarCNN,
     NatureCNN,
     QHead,
     QNetwork,
@@ -180,7 +181,9 @@ def make_network(spec: EnvSpec, cfg: RainbowConfig) -> QNetwork:
         head = head_cls(n, cfg.num_atoms, **noise)
     else:
         head = (DuelingHead if cfg.dueling else QHead)(n, **noise)
-    if len(spec.obs_shape) == 3:  # images [H, W, C]: the Nature DQN torso
+    if len(spec.obs_shape) == 3 and min(spec.obs_shape[:2]) < 32:  # MinAtar's 10x10 planes
+        torso = MinAtarCNN(cfg.hidden_sizes)
+    elif len(spec.obs_shape) == 3:  # images [H, W, C]: the Nature DQN torso
         torso = NatureCNN(cfg.hidden_sizes)
     else:
         torso = MLP(cfg.hidden_sizes, obs_ndim=len(spec.obs_shape))

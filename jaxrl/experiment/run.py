@@ -30,9 +30,11 @@ from rich.progress import (
 from rich.table import Table
 
 from jaxrl import agents, envs
+from jaxrl.envs.gymnasium import HostEnv
 from jaxrl.experiment.config import dump, env_kwargs
 from jaxrl.experiment.logging import MetricsWriter, aggregate
 from jaxrl.runners import RunConfig, make_runner
+from jaxrl.runners.host import make_host_runner
 
 
 @dataclasses.dataclass
@@ -79,7 +81,8 @@ def run_experiment(
     eval_env = envs.make(cfg["env"]["name"], num_envs=run_cfg.eval_episodes, **kwargs)
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
     agent = agents.make(cfg["agent"]["name"], env.spec, **agent_options)
-    runner = make_runner(agent, env, run_cfg, eval_env)
+    host = isinstance(env, HostEnv)  # a Python-stepped env: runners/host.py, no jit of chunks
+    runner = (make_host_runner if host else make_runner)(agent, env, run_cfg, eval_env)
 
     run_dir = new_run_dir(logdir, cfg)
     (run_dir / "config.yaml").write_text(dump(cfg))
@@ -92,8 +95,11 @@ def run_experiment(
     key = jax.random.PRNGKey(run_cfg.seed)
     key, eval_key = jax.random.split(key)
     compile_start = time.perf_counter()
-    state = jax.jit(runner.init)(key)
-    run_chunk = jax.jit(runner.run_chunk, donate_argnums=0).lower(state).compile()
+    state = runner.init(key) if host else jax.jit(runner.init)(key)
+    if host:  # its init compiled act and update; run_chunk is a Python loop
+        run_chunk = runner.run_chunk
+    else:
+        run_chunk = jax.jit(runner.run_chunk, donate_argnums=0).lower(state).compile()
     compile_time = time.perf_counter() - compile_start
 
     total_steps = runner.num_chunks * runner.iterations_per_chunk * runner.steps_per_iteration
@@ -139,7 +145,10 @@ def run_experiment(
     writer.close()
 
     compile_start = time.perf_counter()
-    evaluate = jax.jit(runner.evaluate).lower(state.agent_state, eval_key).compile()
+    if host:
+        evaluate = runner.evaluate
+    else:
+        evaluate = jax.jit(runner.evaluate).lower(state.agent_state, eval_key).compile()
     compile_time += time.perf_counter() - compile_start
     final = float(np.mean(jax.device_get(evaluate(state.agent_state, eval_key))))
     summary = Summary(

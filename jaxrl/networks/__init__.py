@@ -2,10 +2,11 @@
 
 from jaxrl.networks.heads import CategoricalHead, DuelingCategoricalHead, DuelingHead, QHead
 from jaxrl.networks.noisy import NoisyLinear, dense, factorized_noise
-from jaxrl.networks.torsos import MLP, NatureCNN, QNetwork
+from jaxrl.networks.torsos import MLP, MinAtarCNN, NatureCNN, QNetwork
 
 __all__ = [
     "MLP",
+    "MinAtarCNN",
     "NatureCNN",
     "CategoricalHead",
     "DuelingCategoricalHead",

@@ -66,6 +66,28 @@ class NatureCNN(nn.Module):
         return x
 
 
+class MinAtarCNN(nn.Module):
+    """The MinAtar DQN torso of Young & Tian 2019: Conv(16, 3x3, stride 1, VALID) + ReLU,
+    flattened, then ``Dense(size)`` + ReLU for each of ``hidden_sizes`` (128 in the paper).
+
+    Input ``[..., 10, 10, C]`` (float 0/1 MinAtar planes; integer inputs are divided by
+    255 as in the other torsos). Output ``[..., hidden_sizes[-1]]`` float32.
+    """
+
+    hidden_sizes: Sequence[int] = (128,)
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        x = obs.astype(jnp.float32)
+        if jnp.issubdtype(obs.dtype, jnp.integer):
+            x = x / 255.0
+        x = nn.relu(nn.Conv(16, (3, 3), (1, 1), padding="VALID")(x))
+        x = x.reshape(x.shape[:-3] + (-1,))
+        for size in self.hidden_sizes:
+            x = nn.relu(nn.Dense(size)(x))
+        return x
+
+
 def _accepts_deterministic(module: nn.Module) -> bool:
     return "deterministic" in inspect.signature(module.__call__).parameters
 
