@@ -34,6 +34,7 @@ become float32. Action spaces: ``Discrete`` (``start`` 0) and ``Box``.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from typing import Any
 
@@ -177,12 +178,14 @@ class HostEnv:
     """A Gymnasium vector env with jaxrl's ``TimeStep`` (NumPy arrays); see module docstring.
 
     ``reset(seed) -> TimeStep`` seeds copy ``i`` with ``seed + i``; ``step(action [N, ...])
-    -> TimeStep``; ``close()``. ``spec`` is a jaxrl ``EnvSpec`` built from the spaces.
+    -> TimeStep``; ``spawn(num_envs)`` a fresh independent copy (for evaluation);
+    ``close()``. ``spec`` is a jaxrl ``EnvSpec`` built from the spaces.
     """
 
-    def __init__(self, vector_env: Any, spec: EnvSpec):
+    def __init__(self, vector_env: Any, spec: EnvSpec, build: Any = None):
         self.vector_env = vector_env
         self.spec = spec
+        self._build = build
         n = spec.num_envs
         self._return = np.zeros(n, np.float64)
         self._length = np.zeros(n, np.int32)
@@ -226,6 +229,12 @@ class HostEnv:
         self._length[done] = 0
         info = {"final_obs": final_obs, "episode_return": ep_return, "episode_length": ep_length}
         return TimeStep(obs, reward, terminated, truncated, info)
+
+    def spawn(self, num_envs: int) -> HostEnv:
+        """A new, independent ``HostEnv`` of ``num_envs`` copies of the same environment."""
+        if self._build is None:
+            raise TypeError("this HostEnv was not made by make_host_env and cannot spawn")
+        return self._build(check_int("num_envs", num_envs))
 
     def close(self) -> None:
         self.vector_env.close()
@@ -291,7 +300,10 @@ def make_host_env(
         max_episode_steps=int(limit),
     )
     vector_cls = gym.vector.SyncVectorEnv if vectorization == "sync" else gym.vector.AsyncVectorEnv
-    vector_env = vector_cls(
-        [make_one] * num_envs, autoreset_mode=gym.vector.AutoresetMode.SAME_STEP
-    )
-    return HostEnv(vector_env, spec)
+
+    def build(n: int) -> HostEnv:
+        mode = gym.vector.AutoresetMode.SAME_STEP
+        vector_env = vector_cls([make_one] * n, autoreset_mode=mode)
+        return HostEnv(vector_env, dataclasses.replace(spec, num_envs=n), build)
+
+    return build(num_envs)

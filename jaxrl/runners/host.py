@@ -58,9 +58,11 @@ def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = 
     ``episode_length_sum`` int32, ``eval_return`` float32 NaN except on an evaluation
     chunk's last row, and the agent's float32 metrics) are those of
     ``runners.scan.make_runner``. ``evaluate(agent_state, key)`` returns the first
-    episode's raw return of each env of ``eval_env`` (default ``env``), float32 ``[E]``.
+    episode's raw return of each env of ``eval_env`` (default: ``env.spawn``, a fresh
+    copy of ``env`` with as many envs), float32 ``[E]``.
     """
-    eval_env = eval_env or env
+    # Evaluating on the training env would disturb its episodes: use a fresh copy.
+    eval_env = eval_env or env.spawn(env.spec.num_envs)
     spec = env.spec
     num_envs, T = spec.num_envs, config.rollout_len
     steps_per_iteration = T * num_envs
