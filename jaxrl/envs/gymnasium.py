@@ -22,8 +22,9 @@ Observation spaces are made into arrays by documented wrappers applied to each c
 
 * ``FlattenWrapper`` (as RLHive's): a ``Dict`` or ``Tuple`` observation (e.g. MiniGrid's
   ``{"image", "direction", "mission"}``) becomes one flat float32 vector through
-  ``gymnasium.spaces.flatten`` (``Discrete`` entries one-hot); ``Text`` entries (MiniGrid's
-  mission string) are dropped. Applied automatically to ``Dict`` / ``Tuple`` spaces.
+  ``gymnasium.spaces.flatten`` (``Discrete`` entries one-hot, ``Box`` entries raveled and
+  cast, not rescaled); non-numeric entries (``Text``, MiniGrid's mission ``MissionSpace``)
+  are dropped. Applied automatically to ``Dict`` / ``Tuple`` spaces.
 * ``PermuteImageWrapper``: reorders image axes, by default CHW -> HWC (jaxrl's torsos are
   channels-last Flax convolutions; RLHive's permutes the other way for PyTorch). Applied
   when the env option ``permute_image=True``.
@@ -84,18 +85,20 @@ def check_id(env_id: str) -> str:
 
 
 def _numeric_space(space: Any) -> Any:
-    """``space`` with ``Text`` entries of ``Dict`` / ``Tuple`` spaces removed."""
+    """``space`` without its non-numeric entries (``Text``, MiniGrid's ``MissionSpace``:
+    anything but ``Box``, ``Discrete``, ``MultiBinary``, ``MultiDiscrete``); None if none."""
     spaces = _gymnasium().spaces
     if isinstance(space, spaces.Dict):
         kept = {k: _numeric_space(s) for k, s in space.spaces.items()}
         return spaces.Dict({k: s for k, s in kept.items() if s is not None})
     if isinstance(space, spaces.Tuple):
         return spaces.Tuple([s for s in map(_numeric_space, space.spaces) if s is not None])
-    return None if isinstance(space, spaces.Text) else space
+    numeric = (spaces.Box, spaces.Discrete, spaces.MultiBinary, spaces.MultiDiscrete)
+    return space if isinstance(space, numeric) else None
 
 
 def _numeric_obs(space: Any, obs: Any) -> Any:
-    """``obs`` of ``space`` with its ``Text`` entries removed (matches ``_numeric_space``)."""
+    """``obs`` of ``space`` without its non-numeric entries (matches ``_numeric_space``)."""
     spaces = _gymnasium().spaces
     if isinstance(space, spaces.Dict):
         return {
@@ -115,8 +118,9 @@ def _numeric_obs(space: Any, obs: Any) -> Any:
 def flatten_wrapper(env: Any) -> Any:
     """RLHive's ``FlattenWrapper``: ``Dict``/``Tuple`` (or any) obs -> flat float32 ``[D]``.
 
-    ``D = gymnasium.spaces.flatdim`` of the space without its ``Text`` entries; a
-    ``Discrete(n)`` entry becomes an ``n``-long one-hot vector, a ``Box`` is raveled.
+    ``D = gymnasium.spaces.flatdim`` of the space without its non-numeric entries (``Text``,
+    MiniGrid's ``MissionSpace``); a ``Discrete(n)`` entry becomes an ``n``-long one-hot
+    vector, a ``Box`` is raveled and cast to float32 (values unchanged).
     """
     gym = _gymnasium()
     source = env.observation_space
@@ -253,7 +257,7 @@ def make_host_env(
     Args:
       env_id: a Gymnasium id (``"LunarLander-v3"``), without the ``gym:`` prefix.
       max_episode_steps: time limit (``truncated``); default the id's registered limit,
-        required when it has none.
+        else the env's own ``max_steps`` attribute (MiniGrid), else required.
       permute_image: apply ``PermuteImageWrapper`` (CHW -> HWC).
       vectorization: ``"sync"`` (``SyncVectorEnv``, one process) or ``"async"``
         (``AsyncVectorEnv``, one subprocess per copy).
@@ -285,6 +289,8 @@ def make_host_env(
         raise ConfigError(f"gym:{env_id} needs a package that is not installed: {e}") from None
     obs_space, act_space = probe.observation_space, probe.action_space
     limit = probe.spec.max_episode_steps if probe.spec is not None else None
+    if limit is None:  # an env that truncates by itself, such as MiniGrid's max_steps
+        limit = getattr(probe.unwrapped, "max_steps", None)
     probe.close()
     if limit is None:
         raise ConfigError(f"gym:{env_id} has no time limit; set --env.max_episode_steps")
