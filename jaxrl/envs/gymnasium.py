@@ -54,7 +54,7 @@ def _gymnasium():
         import gymnasium
     except ModuleNotFoundError:
         raise ConfigError(
-            "gym: envs need gymnasium, which is not installed; pip install 'gymnasium>=1.0'"
+            "gym: envs need gymnasium, which is not installed; pip install 'jaxrl[gym]'"
         ) from None
     return gymnasium
 
