@@ -7,19 +7,22 @@ The registry maps names to factories ``factory(num_envs=..., **kwargs) -> Env``:
     jaxrl.envs.register("MyEnv-v0", make_my_env, "what it is", aliases=("MyEnv",))
 
 Names resolve in this order: a canonical id (case-sensitive), an alias, a unique
-case-insensitive match of either, then ``"package.module:attr"``, which imports
-``package.module`` and uses the name ``attr`` if the import registered it, else the module's
-attribute ``attr`` as the factory. A user's mistake raises a one-line ``ConfigError``.
+case-insensitive match of either, ``"gym:ID"`` for any Gymnasium id (a host-side
+``envs.gymnasium.HostEnv``, stepped by ``runners.host``), then ``"package.module:attr"``,
+which imports ``package.module`` and uses the name ``attr`` if the import registered it,
+else the module's attribute ``attr`` as the factory. A user's mistake raises a one-line
+``ConfigError``.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from jaxrl.envs import classic
+from jaxrl.envs import classic, gymnasium
 from jaxrl.envs.core import VectorEnvState, make_vector_env
 from jaxrl.types import ConfigError, Env
 from jaxrl.validation import check_int
@@ -123,6 +126,9 @@ def _resolve(name: str) -> tuple[str, Factory]:
     """``(canonical name, factory)`` for any accepted spelling of an environment name."""
     if not isinstance(name, str):
         raise ConfigError(f"env name must be a string, got {name!r}; valid: {_choices()}")
+    if name.startswith(gymnasium.PREFIX):  # a host-side Gymnasium env (envs/gymnasium.py)
+        env_id = gymnasium.check_id(name[len(gymnasium.PREFIX) :])
+        return gymnasium.PREFIX + env_id, functools.partial(gymnasium.make_host_env, env_id)
     canonical = _lookup(name)
     if canonical is None and ":" in name:
         module_name, _, attr = name.partition(":")
@@ -152,7 +158,7 @@ def canonical_name(name: str) -> str:
     return _resolve(name)[0]
 
 
-def make(name: str, num_envs: int = 1, **kwargs: Any) -> Env:
+def make(name: str, num_envs: int = 1, **kwargs: Any) -> Env | gymnasium.HostEnv:
     """Build a vectorized environment of ``num_envs`` copies of ``name``.
 
     ``kwargs`` go to the factory (for the classic envs: ``max_episode_steps``); an option
@@ -174,7 +180,7 @@ def make(name: str, num_envs: int = 1, **kwargs: Any) -> Env:
                     f"valid options: {', '.join(valid) or 'none'}"
                 )
     env = factory(num_envs=num_envs, **kwargs)
-    if not isinstance(env, Env):
+    if not isinstance(env, Env | gymnasium.HostEnv):
         raise TypeError(f"factory for env {canonical!r} returned {type(env).__name__}, not Env")
     return env
 
@@ -244,3 +250,27 @@ def _register_atari() -> None:
 
 
 _register_atari()
+
+# MinAtar (Young & Tian 2019) through gymnax: imported on first use (extra jaxrl[minatar]).
+for _name, _attr, _gymnax_id, _what in (
+    (
+        "MinAtar-Breakout",
+        "breakout",
+        "Breakout-MinAtar",
+        "bounce a ball to break bricks: Discrete(3)",
+    ),
+    ("MinAtar-Asterix", "asterix", "Asterix-MinAtar", "collect gold, avoid enemies: Discrete(5)"),
+    ("MinAtar-Freeway", "freeway", "Freeway-MinAtar", "cross a road of cars: Discrete(3)"),
+    (
+        "MinAtar-SpaceInvaders",
+        "space_invaders",
+        "SpaceInvaders-MinAtar",
+        "shoot aliens: Discrete(4)",
+    ),
+):
+    register(
+        _name,
+        f"jaxrl.envs.gymnax:{_attr}",
+        f"MinAtar {_what}, obs [10, 10, C] float32 0/1, 1,000 steps (gymnax; jaxrl[minatar]).",
+        aliases=(_gymnax_id,),
+    )

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import flax.struct
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -44,14 +45,28 @@ from rich.progress import (
 from rich.table import Table
 
 from jaxrl import agents, envs
+from jaxrl.envs.gymnasium import HostEnv
 from jaxrl.experiment import checkpoint, sweep
 from jaxrl.experiment.config import dump, env_kwargs, resolve
 from jaxrl.experiment.logging import MetricsWriter, aggregate
 from jaxrl.runners import RunConfig, Runner, make_runner
+from jaxrl.runners.host import make_host_runner
 from jaxrl.types import ConfigError
 from jaxrl.validation import build_config, config_to_dict
 
 LAUNCH_FILE = "launch.yaml"
+
+
+@flax.struct.dataclass
+class LearnerState:
+    """What is checkpointed for an env whose state lives outside JAX (a Gymnasium host env,
+    or ale-py's XLA vector env, whose state is a handle to this process's emulators): the
+    agent state (replay buffer included), the PRNG key and the chunk counter. On resume the
+    environments restart with fresh episodes."""
+
+    agent_state: Any
+    key: jax.Array
+    chunk: jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,8 +149,37 @@ class Setup:
             self._hparams = sweep.shard(stacked, self.mesh)
         return key, self._hparams
 
+    @property
+    def env_saved(self) -> bool:
+        """Whether the env's state is a pytree that can be saved and restored (JAX-native
+        envs); otherwise only a ``LearnerState`` is checkpointed."""
+        return not isinstance(self.env, HostEnv) and envs.family(self.cfg["env"]["name"]) != "atari"
+
     def abstract_state(self) -> Any:
-        return jax.eval_shape(self.runner.init, *self.init_args())
+        """Shapes and dtypes of what a checkpoint holds (see ``saved``)."""
+        if self.env_saved:
+            return jax.eval_shape(self.runner.init, *self.init_args())
+        key, _ = self.keys()
+        agent_state = jax.eval_shape(self.agent.init, key)
+        return LearnerState(agent_state, jax.eval_shape(lambda k: k, key), jnp.zeros((), jnp.int32))
+
+    def saved(self, state: Any) -> Any:
+        """The part of a runner state that a checkpoint holds."""
+        if self.env_saved:
+            return state
+        return LearnerState(state.agent_state, state.key, jnp.asarray(state.chunk, jnp.int32))
+
+    def resumed(self, saved: Any) -> Any:
+        """The runner state to continue from a checkpoint's ``saved`` state (a fresh env
+        state where the env's own could not be saved)."""
+        if self.env_saved:
+            return saved
+        fresh = self.init_state()
+        chunk = int(saved.chunk) if isinstance(fresh.chunk, int) else saved.chunk
+        parts = dict(agent_state=saved.agent_state, key=saved.key, chunk=chunk)
+        if dataclasses.is_dataclass(fresh) and not hasattr(fresh, "replace"):
+            return dataclasses.replace(fresh, **parts)
+        return fresh.replace(**parts)
 
     def shardings(self) -> Any:
         if self.mesh is None:
@@ -161,7 +205,13 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     eval_env = envs.make(cfg["env"]["name"], num_envs=run_cfg.eval_episodes, **kwargs)
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
     agent = agents.make(cfg["agent"]["name"], env.spec, **agent_options)
-    runner = make_runner(agent, env, run_cfg, eval_env)
+    host = isinstance(env, HostEnv)  # a Python-stepped env: runners/host.py, no jit
+    runner = (make_host_runner if host else make_runner)(agent, env, run_cfg, eval_env)
+    if host and launch.batched:
+        raise ConfigError(
+            f"--seeds and --sweep need a JAX-native env; '{cfg['env']['name']}' is stepped "
+            "on the host: run its seeds as separate jobs"
+        )
     members: list[dict[str, Any]] = [{"seed": run_cfg.seed}]
     mesh = None
     if launch.batched:
@@ -293,7 +343,7 @@ def _drive(setup: Setup, run_dir: Path, console: Console, restored: Any) -> Summ
 
     _, eval_key = setup.keys()
     compile_start = time.perf_counter()
-    state = restored.state if restored is not None else setup.init_state()
+    state = setup.resumed(restored.state) if restored is not None else setup.init_state()
     run_chunk = runner.run_chunk
     if _jittable(runner):
         run_chunk = jax.jit(run_chunk, donate_argnums=0).lower(state).compile()
@@ -320,7 +370,7 @@ def _drive(setup: Setup, run_dir: Path, console: Console, restored: Any) -> Summ
             run_time=run_time,
             time=elapsed + time.perf_counter() - start,
         )
-        saver.save(steps, state, progress_meta)
+        saver.save(steps, setup.saved(state), progress_meta)
         saved_step = steps
 
     chunk_done, stopped = start_chunk, False

@@ -70,7 +70,9 @@ class RunnerState:
 
 class Runner(NamedTuple):
     """``init(key) -> RunnerState``; ``run_chunk(state) -> (state, metrics)`` with metrics
-    ``{name: [iterations_per_chunk]}``; the static layout of the run."""
+    ``{name: [iterations_per_chunk]}``; the static layout of the run. ``jittable`` is
+    False for a runner that steps its env from Python (``runners/host.py``): the driver
+    then calls its functions as they are."""
 
     init: Callable[..., RunnerState]
     run_chunk: Callable[[RunnerState], tuple[RunnerState, dict[str, jax.Array]]]
@@ -78,6 +80,7 @@ class Runner(NamedTuple):
     iterations_per_chunk: int
     num_chunks: int
     steps_per_iteration: int
+    jittable: bool = True
 
 
 def episode_done(ts: TimeStep) -> jax.Array:

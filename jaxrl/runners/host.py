@@ -1,0 +1,194 @@
+"""The host-side training loop, for environments that are not JAX programs.
+
+``make_host_runner(agent, env, config, eval_env)`` returns a ``Runner`` with the same
+fields and the same per-iteration metrics as ``runners.scan.make_runner``, for a
+``jaxrl.envs.gymnasium.HostEnv`` (a Gymnasium vector env stepped from Python). One
+iteration steps the env ``rollout_len`` times with ``agent.act`` and then calls
+``agent.update`` on the rollout ``[rollout_len, num_envs]``; a chunk is
+``iterations_per_chunk`` iterations followed, on the chunks the fused runner would
+evaluate on, by a greedy evaluation.
+
+``act`` (both ``explore`` values) and ``update`` are each jitted once and compiled ahead
+of time by ``init`` (so the driver's compile time includes them). Per env step the host
+sends the observation batch to the device and gets the action batch back; the rollout
+goes to ``update`` as one transfer per iteration; the agent state (replay buffer
+included) stays on the device, donated to ``update`` so that it is updated in place. The
+agent's metrics stay on the device until the end of the chunk.
+
+Unlike the fused runner's, ``run_chunk`` is not pure: the environment's state lives in
+the ``HostEnv`` object, so a ``HostRunnerState`` must be used once, in order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl.runners.scan import RunConfig, Runner
+from jaxrl.types import Agent, Transition
+
+
+@dataclasses.dataclass
+class HostRunnerState:
+    """agent_state on the device; ``obs`` ``[N, ...]`` NumPy; ``key`` a PRNG key; ``chunk``
+    the number of chunks done."""
+
+    agent_state: Any
+    obs: np.ndarray
+    key: jax.Array
+    chunk: int
+
+
+def _seed(key: jax.Array) -> int:
+    """A reset seed for the host env drawn from ``key``."""
+    return int(jax.random.randint(key, (), 0, 2**31 - 1))
+
+
+def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = None) -> Runner:
+    """Builds the Python training loop for a host env (``envs.gymnasium.HostEnv``).
+
+    The layout (``iterations_per_chunk``, ``num_chunks``, ``steps_per_iteration``), the
+    evaluation schedule and the metrics of ``run_chunk`` (each ``[iterations_per_chunk]``:
+    ``step`` int32, ``episodes`` int32, ``episode_return_sum`` float32,
+    ``episode_length_sum`` int32, ``eval_return`` float32 NaN except on an evaluation
+    chunk's last row, and the agent's float32 metrics) are those of
+    ``runners.scan.make_runner``. ``evaluate(agent_state, key)`` returns the first
+    episode's raw return of each env of ``eval_env`` (default: ``env.spawn``, a fresh
+    copy of ``env`` with as many envs), float32 ``[E]``.
+    """
+    # Evaluating on the training env would disturb its episodes: use a fresh copy.
+    eval_env = eval_env or env.spawn(env.spec.num_envs)
+    spec = env.spec
+    num_envs, T = spec.num_envs, config.rollout_len
+    steps_per_iteration = T * num_envs
+    iterations_per_chunk = max(1, config.log_every // steps_per_iteration)
+    steps_per_chunk = iterations_per_chunk * steps_per_iteration
+    num_chunks = math.ceil(config.steps / steps_per_chunk)
+    eval_every_chunks = max(1, round(config.eval_every / steps_per_chunk))
+
+    def act_fn(agent_state, obs, key, explore):
+        key, act_key = jax.random.split(key)
+        action, extras = agent.act(agent_state, obs, act_key, explore)
+        return action, extras, key
+
+    def update_fn(agent_state, rollout, key):
+        key, update_key = jax.random.split(key)
+        agent_state, metrics = agent.update(agent_state, rollout, update_key)
+        return agent_state, {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}, key
+
+    compiled: dict[str, Any] = {}
+
+    def compile_all(agent_state: Any, key: jax.Array) -> None:
+        obs = jax.ShapeDtypeStruct((num_envs, *spec.obs_shape), jnp.dtype(spec.obs_dtype))
+        eval_obs = jax.ShapeDtypeStruct(
+            (eval_env.spec.num_envs, *spec.obs_shape), jnp.dtype(spec.obs_dtype)
+        )
+        act = jax.jit(act_fn, static_argnums=3)
+        compiled["act"] = act.lower(agent_state, obs, key, True).compile()
+        compiled["eval_act"] = act.lower(agent_state, eval_obs, key, False).compile()
+        action, extras, _ = jax.eval_shape(
+            lambda s, o, k: act_fn(s, o, k, True), agent_state, obs, key
+        )
+        step = lambda shape, dtype: jax.ShapeDtypeStruct((T, *shape), dtype)
+        rollout = Transition(
+            obs=step(obs.shape, obs.dtype),
+            action=step(action.shape, action.dtype),
+            reward=step((num_envs,), jnp.float32),
+            next_obs=step(obs.shape, obs.dtype),
+            terminated=step((num_envs,), jnp.bool_),
+            truncated=step((num_envs,), jnp.bool_),
+            extras=jax.tree.map(lambda x: step(x.shape, x.dtype), extras),
+        )
+        update = jax.jit(update_fn, donate_argnums=0)
+        compiled["update"] = update.lower(agent_state, rollout, key).compile()
+
+    def init(key: jax.Array, hparams: Any = None) -> HostRunnerState:
+        key, agent_key, env_key = jax.random.split(key, 3)
+        # jit: distinct output buffers (eager init may alias params and target params,
+        # which ``update`` could not then donate).
+        agent_state = jax.jit(agent.init)(agent_key)
+        if hparams is not None:
+            agent_state = agent_state.replace(hparams=hparams)
+        if not compiled:
+            compile_all(agent_state, key)
+        timestep = env.reset(_seed(env_key))
+        return HostRunnerState(agent_state, timestep.obs, key, 0)
+
+    def evaluate(agent_state: Any, key: jax.Array) -> np.ndarray:
+        if not compiled:
+            compile_all(agent_state, key)
+        key, reset_key = jax.random.split(key)
+        obs = eval_env.reset(_seed(reset_key)).obs
+        n = eval_env.spec.num_envs
+        finished, returns = np.zeros(n, bool), np.zeros(n, np.float32)
+        for _ in range(eval_env.spec.max_episode_steps):
+            if finished.all():
+                break
+            action, _, key = compiled["eval_act"](agent_state, obs, key)
+            ts = eval_env.step(jax.device_get(action))
+            done = ts.terminated | ts.truncated
+            returns = np.where(done & ~finished, ts.info["episode_return"], returns)
+            finished |= done
+            obs = ts.obs
+        return returns
+
+    def run_chunk(state: HostRunnerState) -> tuple[HostRunnerState, dict[str, Any]]:
+        agent_state, obs, key = state.agent_state, state.obs, state.key
+        stats = {
+            "episodes": np.zeros(iterations_per_chunk, np.int32),
+            "episode_return_sum": np.zeros(iterations_per_chunk, np.float32),
+            "episode_length_sum": np.zeros(iterations_per_chunk, np.int32),
+        }
+        agent_metrics = []
+        for i in range(iterations_per_chunk):
+            steps, step_extras = [], []
+            for _ in range(T):
+                action, extras, key = compiled["act"](agent_state, obs, key)
+                action_np, extras_np = jax.device_get((action, extras))
+                ts = env.step(action_np)
+                done = ts.terminated | ts.truncated
+                steps.append(
+                    (obs, action_np, ts.reward, ts.info["final_obs"], ts.terminated, ts.truncated)
+                )
+                step_extras.append(extras_np)
+                stats["episodes"][i] += done.sum()
+                stats["episode_return_sum"][i] += ts.info["episode_return"][done].sum()
+                stats["episode_length_sum"][i] += ts.info["episode_length"][done].sum()
+                obs = ts.obs
+            rollout = Transition(
+                *(np.stack(x) for x in zip(*steps, strict=True)),
+                extras=jax.tree.map(lambda *x: np.stack(x), *step_extras),
+            )
+            agent_state, metrics, key = compiled["update"](agent_state, rollout, key)
+            agent_metrics.append(metrics)
+        chunk = state.chunk + 1
+        metrics = {k: np.stack(v) for k, v in jax.device_get(_transpose(agent_metrics)).items()}
+        metrics.update(stats)
+        first = (chunk - 1) * iterations_per_chunk
+        metrics["step"] = (
+            (first + 1 + np.arange(iterations_per_chunk)) * steps_per_iteration
+        ).astype(np.int32)
+        metrics["eval_return"] = np.full(iterations_per_chunk, np.nan, np.float32)
+        key, eval_key = jax.random.split(key)
+        if config.eval_every > 0 and chunk % eval_every_chunks == 0:
+            metrics["eval_return"][-1] = evaluate(agent_state, eval_key).mean()
+        return HostRunnerState(agent_state, obs, key, chunk), metrics
+
+    return Runner(
+        init=init,
+        run_chunk=run_chunk,
+        evaluate=evaluate,
+        iterations_per_chunk=iterations_per_chunk,
+        num_chunks=num_chunks,
+        steps_per_iteration=steps_per_iteration,
+        jittable=False,
+    )
+
+
+def _transpose(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    return {k: [row[k] for row in rows] for k in rows[0]} if rows else {}
