@@ -30,6 +30,7 @@ import optax
 
 from jaxrl.buffers.rollout import RolloutBatch, flatten, shuffled_minibatches
 from jaxrl.networks.policies import ActorCritic
+from jaxrl.networks.torsos import torso_name
 from jaxrl.ops import distributions as D
 from jaxrl.ops.normalization import (
     RunningMeanStd,
@@ -55,7 +56,10 @@ class PPOConfig:
     "The 37 Implementation Details of PPO"); names follow machin's PPO where it has one.
 
     Attributes:
-      hidden_sizes: torso widths (64, 64); after the Nature CNN for images (512).
+      hidden_sizes: torso widths (64, 64); for images, the dense widths after the CNN
+        (left at (64, 64): 512 after the Nature CNN, 256 after IMPALA's, 128 after MinAtar's).
+      torso: ``"auto"`` (an MLP for vectors, ``"minatar"`` for images under 32 px,
+        ``"nature"`` for other images), ``"mlp"``, ``"nature"``, ``"impala"``, ``"minatar"``.
       activation: ``"tanh"`` or ``"relu"`` in MLP torsos.
       shared_torso: one torso for actor and critic (Atari) or separate ones (False).
       lr: Adam learning rate (2.5e-4); adam_eps: Adam epsilon (1e-5).
@@ -78,6 +82,7 @@ class PPOConfig:
     """
 
     hidden_sizes: tuple[int, ...] = (64, 64)
+    torso: Literal["auto", "mlp", "nature", "impala", "minatar"] = "auto"
     activation: Literal["tanh", "relu"] = "tanh"
     shared_torso: bool = False
     lr: float = 2.5e-4
@@ -118,6 +123,7 @@ class A2CConfig:
     returns), entropy 0.0, value 0.5, max_grad_norm 0.5, no advantage normalization."""
 
     hidden_sizes: tuple[int, ...] = (64, 64)
+    torso: Literal["auto", "mlp", "nature", "impala", "minatar"] = "auto"
     activation: Literal["tanh", "relu"] = "tanh"
     shared_torso: bool = False
     lr: float = 7e-4
@@ -168,8 +174,9 @@ def make_network(spec: EnvSpec, cfg: PPOConfig | A2CConfig) -> ActorCritic:
     space = spec.action_space
     discrete = isinstance(space, Discrete)
     hidden = cfg.hidden_sizes
-    if len(spec.obs_shape) == 3 and hidden == (64, 64):
-        hidden = (512,)  # the Nature CNN's dense layer
+    torso = torso_name(cfg.torso, spec.obs_shape)
+    if torso != "mlp" and hidden == (64, 64):  # each CNN's own dense layer
+        hidden = {"nature": (512,), "impala": (256,), "minatar": (128,)}[torso]
     return ActorCritic(
         action_dim=space.n if discrete else space.shape[0],
         discrete=discrete,
@@ -178,6 +185,7 @@ def make_network(spec: EnvSpec, cfg: PPOConfig | A2CConfig) -> ActorCritic:
         activation=cfg.activation,
         shared=cfg.shared_torso,
         log_std_init=cfg.log_std_init,
+        torso=torso,
     )
 
 

@@ -9,7 +9,8 @@ distribution and a state value:
   CleanRL's ``ppo_continuous_action.py``);
 
 and ``value [...]``. The torso is an MLP for vector observations (CleanRL: two layers of
-64 with tanh) or the Nature DQN CNN for images ``[H, W, C]``; ``shared=True`` feeds one
+64 with tanh) or, for images ``[H, W, C]``, one of ``networks.torsos.CNN_TORSOS`` (the
+Nature DQN CNN, the IMPALA ResNet or the MinAtar CNN); ``shared=True`` feeds one
 torso to both heads (the usual choice for Atari), ``shared=False`` gives the actor and the
 critic torsos of their own (the usual choice for classic and continuous control).
 Initialization follows CleanRL / the OpenAI baselines: orthogonal weights with gain
@@ -25,7 +26,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxrl.networks.torsos import NatureCNN
+from jaxrl.networks.torsos import CNN_TORSOS
 
 Array = jax.Array
 
@@ -62,7 +63,10 @@ class ActorCritic(nn.Module):
       action_dim: number of actions (discrete) or action dimensions (continuous).
       discrete: categorical policy if True, diagonal Gaussian otherwise.
       hidden_sizes: MLP widths, or the dense widths after the CNN for images.
-      obs_ndim: number of observation axes (3 for images ``[H, W, C]``: Nature CNN).
+      obs_ndim: number of observation axes of the MLP torso's input.
+      torso: ``"mlp"`` or a convolutional torso of ``CNN_TORSOS`` (``"nature"``,
+        ``"impala"``, ``"minatar"``) for images; resolve ``"auto"`` with
+        ``networks.torsos.torso_name`` first.
       activation: ``"tanh"`` or ``"relu"`` (MLP torsos only; the CNN uses ReLU).
       shared: one torso for actor and critic, else one each.
       log_std_init: initial value of the Gaussian's state-independent ``log_std``.
@@ -78,11 +82,12 @@ class ActorCritic(nn.Module):
     activation: str = "tanh"
     shared: bool = False
     log_std_init: float = 0.0
+    torso: str = "mlp"
 
     def setup(self):
         def torso():
-            if self.obs_ndim == 3:
-                return NatureCNN(tuple(self.hidden_sizes))
+            if self.torso != "mlp":
+                return CNN_TORSOS[self.torso](tuple(self.hidden_sizes))
             return PolicyMLP(tuple(self.hidden_sizes), self.obs_ndim, self.activation)
 
         self.actor_torso = torso()

@@ -138,6 +138,9 @@ class MinAtarCNN(nn.Module):
 TORSOS = ("auto", "mlp", "nature", "impala", "minatar")
 
 
+CNN_TORSOS = {"nature": NatureCNN, "impala": ImpalaCNN, "minatar": MinAtarCNN}
+
+
 def make_torso(name: str, obs_shape: Sequence[int], hidden_sizes: Sequence[int]) -> nn.Module:
     """The torso ``name`` for observations of ``obs_shape``, its dense widths ``hidden_sizes``.
 
@@ -147,21 +150,29 @@ def make_torso(name: str, obs_shape: Sequence[int], hidden_sizes: Sequence[int])
     smaller than 32 pixels on a side (MinAtar's 10x10), ``nature`` for other images.
     The convolutional torsos need image observations ``[H, W, C]`` (else ``ConfigError``).
     """
+    name = torso_name(name, obs_shape)
+    if name == "mlp":
+        return MLP(tuple(hidden_sizes), obs_ndim=len(tuple(obs_shape)))
+    return CNN_TORSOS[name](tuple(hidden_sizes))
+
+
+def torso_name(name: str, obs_shape: Sequence[int]) -> str:
+    """``name`` checked against ``obs_shape``, with ``"auto"`` resolved (see ``make_torso``).
+
+    Raises ``ConfigError`` for an unknown name or a convolutional torso on vector
+    observations."""
     obs_shape = tuple(obs_shape)
     image = len(obs_shape) == 3
     if name == "auto":
-        name = "mlp" if not image else "minatar" if min(obs_shape[:2]) < 32 else "nature"
-    if name == "mlp":
-        return MLP(tuple(hidden_sizes), obs_ndim=len(obs_shape))
+        return "mlp" if not image else "minatar" if min(obs_shape[:2]) < 32 else "nature"
     if name not in TORSOS:
         raise ConfigError(f"unknown torso {name!r}; valid: {', '.join(TORSOS)}")
-    if not image:
+    if name != "mlp" and not image:
         raise ConfigError(
             f"torso {name!r} needs image observations [H, W, C], got shape {obs_shape}; "
             "use torso 'mlp' or 'auto'"
         )
-    cls = {"nature": NatureCNN, "impala": ImpalaCNN, "minatar": MinAtarCNN}[name]
-    return cls(tuple(hidden_sizes))
+    return name
 
 
 def _accepts_deterministic(module: nn.Module) -> bool:

@@ -144,3 +144,21 @@ def test_a_few_ppo_updates_on_cartpole_raise_the_return():
     # A uniformly random policy averages about 22 on CartPole.
     assert mean_return[:2].mean() < 30
     assert mean_return[-3:].mean() > 3 * mean_return[:2].mean()
+
+
+@pytest.mark.parametrize(
+    "shape, torso, layers",
+    [
+        ((10, 10, 4), "auto", {"Conv_0", "Dense_0"}),  # MinAtar's CNN for small images
+        ((36, 36, 4), "auto", {"Conv_0", "Conv_1", "Conv_2", "Dense_0"}),  # Nature CNN
+        ((36, 36, 4), "impala", {f"ResidualBlock_{i}" for i in range(6)}),
+    ],
+)
+def test_torso_option_picks_the_cnn(shape, torso, layers):
+    from jaxrl.types import Discrete, EnvSpec
+
+    spec = EnvSpec("images", shape, "uint8", Discrete(3), 2, 100)
+    state = jax.eval_shape(agents.make("ppo", spec, torso=torso).init, jax.random.PRNGKey(0))
+    assert layers <= set(state.params["params"]["actor_torso"])
+    with pytest.raises(ConfigError, match="torso 'impala' needs image observations"):
+        agents.make("ppo", envs.make("CartPole").spec, torso="impala")

@@ -163,3 +163,29 @@ def test_restored_agent_acts(straight):
     a, _ = agent.act(state, obs, jax.random.PRNGKey(1), False)
     b, _ = agent.act(state, obs, jax.random.PRNGKey(2), False)
     np.testing.assert_array_equal(a, b)
+
+
+def test_host_env_run_resumes_its_learner_and_restarts_its_envs(tmp_path):
+    """A Gymnasium host env's state lives outside JAX: its checkpoints hold the agent state
+    (replay buffer included), key and chunk; a resume restores exactly those, restarts the
+    envs, and goes on appending rows."""
+    host = [a if a != "CartPole" else "gym:CartPole-v1" for a in TINY_RAINBOW]
+    logdir = tmp_path / "runs"
+    assert main([*host, "--logdir", str(logdir), "--steps", "256"]) == 0
+    (run_dir,) = logdir.iterdir()
+    assert checkpoint_steps(run_dir) == [256]
+    _, saved, cfg = restore(run_dir)
+    assert cfg["env"]["name"] == "gym:CartPole-v1"
+    # What a resume starts from is the saved learner, bit for bit.
+    from jaxrl.experiment.checkpoint import load
+    from jaxrl.experiment.run import LearnerState, build
+
+    setup = build(run_dir)
+    restored = load(run_dir, setup.abstract_state())
+    assert isinstance(restored.state, LearnerState) and int(restored.state.chunk) == 2
+    state = setup.resumed(restored.state)
+    assert_same_tree(state.agent_state, saved)
+    assert state.chunk == 2 and state.obs.shape == (4, 4)
+    assert main(["--resume", str(run_dir), "--steps", "512"]) == 0
+    assert checkpoint_steps(run_dir) == [256, 512]
+    assert [r["step"] for r in rows(run_dir)] == [128, 256, 384, 512]

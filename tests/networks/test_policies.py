@@ -39,7 +39,7 @@ def test_continuous_shared_torso_with_state_independent_log_std():
 
 
 def test_image_observations_use_the_nature_cnn():
-    net = ActorCritic(action_dim=4, discrete=True, hidden_sizes=(16,), obs_ndim=3, shared=True)
+    net = ActorCritic(action_dim=4, discrete=True, hidden_sizes=(16,), shared=True, torso="nature")
     obs = jnp.zeros((2, 84, 84, 4), jnp.uint8)
     params = net.init(jax.random.PRNGKey(0), obs)
     logits, value = net.apply(params, obs)
