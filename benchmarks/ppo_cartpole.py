@@ -20,6 +20,11 @@ virtual environment and runs in a subprocess of this script::
     python benchmarks/ppo_cartpole.py [--rejax-python /tmp/rejax-venv/bin/python]
 
 ``--rejax-python ''`` (or ``REJAX_PYTHON=''``) skips rejax.
+
+Unless ``XLA_FLAGS`` is set, both libraries run with ``--xla_cpu_multi_thread_eigen=false``:
+with XLA:CPU's multi-threaded Eigen pool, jaxlib 0.10.2 on this 2-core machine wedged
+(every thread asleep in ``block_until_ready``, no CPU used) in three of five runs of this
+benchmark, at 1 seed and at 8; see benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ ITERATIONS, CHUNKS = 976, 4
 NUM_ENVS, ROLLOUT = 4, 128
 STEPS = ITERATIONS * NUM_ENVS * ROLLOUT
 EVAL_EPISODES = 128
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false")  # before jax loads
 
 
 REPEATS = 3  # run times are the best of this many runs of the compiled program
