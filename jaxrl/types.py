@@ -122,6 +122,9 @@ class Env(NamedTuple):
     spec: EnvSpec
     reset: Callable[[PRNGKey], tuple[EnvState, TimeStep]]
     step: Callable[[EnvState, Array, PRNGKey], tuple[EnvState, TimeStep]]
+    # False where the env state refers to resources of this process (ale-py's emulators):
+    # such a state cannot be checkpointed and restored, so a resume restarts the env.
+    state_is_portable: bool = True
 
 
 class Transition(NamedTuple):

@@ -348,7 +348,7 @@ def make_atari(
 
     # `vec` owns the C++ environments the handle points to: both functions keep it alive.
     reset.ale_vector_env = step.ale_vector_env = vec
-    return Env(spec=spec, reset=reset, step=step)
+    return Env(spec=spec, reset=reset, step=step, state_is_portable=False)
 
 
 def factory(game: str):

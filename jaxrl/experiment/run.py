@@ -153,7 +153,7 @@ class Setup:
     def env_saved(self) -> bool:
         """Whether the env's state is a pytree that can be saved and restored (JAX-native
         envs); otherwise only a ``LearnerState`` is checkpointed."""
-        return not isinstance(self.env, HostEnv) and envs.family(self.cfg["env"]["name"]) != "atari"
+        return not isinstance(self.env, HostEnv) and self.env.state_is_portable
 
     def abstract_state(self) -> Any:
         """Shapes and dtypes of what a checkpoint holds (see ``saved``)."""
@@ -176,10 +176,7 @@ class Setup:
             return saved
         fresh = self.init_state()
         chunk = int(saved.chunk) if isinstance(fresh.chunk, int) else saved.chunk
-        parts = dict(agent_state=saved.agent_state, key=saved.key, chunk=chunk)
-        if dataclasses.is_dataclass(fresh) and not hasattr(fresh, "replace"):
-            return dataclasses.replace(fresh, **parts)
-        return fresh.replace(**parts)
+        return dataclasses.replace(fresh, agent_state=saved.agent_state, key=saved.key, chunk=chunk)
 
     def shardings(self) -> Any:
         if self.mesh is None:

@@ -67,6 +67,8 @@ def test_importing_jaxrl_does_not_import_ale_py():
 def test_contract_auto_reset_truncation_and_frame_stack():
     # 40 frames = 10 agent steps per episode: truncated at steps 9 and 19.
     env = envs.make("Pong", num_envs=2, max_num_frames_per_episode=40, noop_max=0)
+    # Its state is a handle to this process's emulators: a resume restarts the env.
+    assert not env.state_is_portable and envs.make("CartPole").state_is_portable
     assert env.spec.obs_shape == (84, 84, 4) and env.spec.obs_dtype == "uint8"
     assert env.spec.max_episode_steps == 10 and env.spec.action_space.n == 6
     actions = np.random.default_rng(0).integers(0, 6, size=(25, 2))
