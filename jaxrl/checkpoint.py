@@ -2,6 +2,7 @@
 trained agent from a run directory, ready for ``agent.act``. See
 ``jaxrl.experiment.checkpoint`` for what a checkpoint holds."""
 
-from jaxrl.experiment.checkpoint import checkpoint_steps, restore
+from jaxrl.experiment.checkpoint import checkpoint_steps
+from jaxrl.experiment.run import restore
 
 __all__ = ["checkpoint_steps", "restore"]

@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from jaxrl import envs
         from jaxrl.checkpoint import restore
         from jaxrl.experiment.config import env_kwargs
-        from jaxrl.experiment.run import read_launch
+        from jaxrl.experiment.setup import read_launch
         from jaxrl.experiment.sweep import grid
 
         agent, state, cfg = restore(args.run_dir, args.step)

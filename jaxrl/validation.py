@@ -139,6 +139,15 @@ class Range:
             ")" if self.high_open or self.high is None else "]"
         )
 
+    def requirement(self) -> str:
+        """What a valid value must be: ``>= 1`` or ``> 0`` for a bound on one side (as the
+        hand-written checks this replaced said it), ``in [0, 1]`` for two."""
+        if self.high is None and self.low is not None:
+            return f"{'>' if self.low_open else '>='} {self.low:g}"
+        if self.low is None and self.high is not None:
+            return f"{'<' if self.high_open else '<='} {self.high:g}"
+        return f"in {self.describe()}"
+
     def contains(self, value: float) -> bool:
         if value != value or value in (float("inf"), float("-inf")):
             return False
@@ -170,11 +179,22 @@ def option(
     return dataclasses.field(default=default, metadata={"range": spec})
 
 
+def declared_range(cls: type, name: str) -> Range | None:
+    """The range ``option`` declared for field ``name`` of ``cls``, or of the nearest base
+    class that declares one: a variant that only gives a field a new default
+    (``learning_starts: int = 25_000``) keeps its parent's range."""
+    for klass in cls.__mro__:
+        f = getattr(klass, "__dataclass_fields__", {}).get(name)
+        if f is not None and "range" in f.metadata:
+            return f.metadata["range"]
+    return None
+
+
 def check_ranges(config: Any) -> None:
     """Raises ``ValueError`` (one line naming the field, its value and its valid range) for
     the first field of ``config`` outside the range ``option`` declared for it."""
     for f in dataclasses.fields(config):
-        spec = f.metadata.get("range")
+        spec = declared_range(type(config), f.name)
         value = getattr(config, f.name)
         if spec is None or value is None or isinstance(value, bool | str):
             continue
@@ -182,7 +202,7 @@ def check_ranges(config: Any) -> None:
         if len(values) < spec.min_len:
             raise ValueError(f"{f.name} needs at least {spec.min_len} entries, got {value!r}")
         if not all(spec.contains(float(v)) for v in values):
-            raise ValueError(f"{f.name} must be in {spec.describe()}, got {value!r}")
+            raise ValueError(f"{f.name} must be {spec.requirement()}, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -44,14 +44,17 @@ import optax
 from jaxrl.buffers.replay import make_uniform_replay
 from jaxrl.ops import noise as noise_ops
 from jaxrl.types import Agent, Box, ConfigError, EnvSpec, Transition
+from jaxrl.validation import Options, option
 
 NOISE_PARAMS = ("noise_mu", "noise_sigma", "noise_low", "noise_high", "noise_theta", "noise_dt")
 PerDim = float | tuple[float, ...]
+Noise = Literal["none", "gaussian", "clipped_gaussian", "uniform", "ou"]
 
 
 @dataclasses.dataclass(frozen=True)
-class OffPolicyConfig:
-    """Options shared by SAC, TD3 and DDPG (each agent's ``Config`` overrides defaults).
+class OffPolicyConfig(Options):
+    """Options shared by SAC, TD3 and DDPG (each agent's ``Config`` subclasses this and
+    declares only the defaults it changes and its own options; ranges are inherited).
 
     Attributes:
       hidden_sizes: ReLU layers of actor and critics.
@@ -71,35 +74,24 @@ class OffPolicyConfig:
       max_grad_norm: global gradient-norm clip of every optimizer, or None.
     """
 
-    hidden_sizes: tuple[int, ...] = (256, 256)
-    actor_lr: float = 3e-4
-    critic_lr: float = 3e-4
-    gamma: float = 0.99
-    tau: float = 0.005
-    buffer_size: int = 1_000_000
-    batch_size: int = 256
-    learning_starts: int = 10_000
-    updates_per_step: int = 1
-    reward_scale: float = 1.0
-    exploration_noise: Literal["none", "gaussian", "clipped_gaussian", "uniform", "ou"] = "none"
-    noise_mu: PerDim = 0.0
-    noise_sigma: PerDim = 0.1
-    noise_low: PerDim = -0.5
-    noise_high: PerDim = 0.5
-    noise_theta: PerDim = 0.15
-    noise_dt: PerDim = 1e-2
-    max_grad_norm: float | None = None
-
-    def __post_init__(self):
-        for name in ("buffer_size", "batch_size", "updates_per_step"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.learning_starts < 0:
-            raise ValueError(f"learning_starts must be >= 0, got {self.learning_starts}")
-        if not 0.0 <= self.tau <= 1.0:
-            raise ValueError(f"tau must be in [0, 1], got {self.tau}")
-        if not self.hidden_sizes:
-            raise ValueError("hidden_sizes must name at least one layer")
+    hidden_sizes: tuple[int, ...] = option((256, 256), ge=1, min_len=1)
+    actor_lr: float = option(3e-4, gt=0)
+    critic_lr: float = option(3e-4, gt=0)
+    gamma: float = option(0.99, ge=0, le=1)
+    tau: float = option(0.005, ge=0, le=1)
+    buffer_size: int = option(1_000_000, ge=1)
+    batch_size: int = option(256, ge=1)
+    learning_starts: int = option(10_000, ge=0)
+    updates_per_step: int = option(1, ge=1)
+    reward_scale: float = option(1.0)
+    exploration_noise: Noise = "none"
+    noise_mu: PerDim = option(0.0)
+    noise_sigma: PerDim = option(0.1, ge=0)
+    noise_low: PerDim = option(-0.5)
+    noise_high: PerDim = option(0.5)
+    noise_theta: PerDim = option(0.15, ge=0)
+    noise_dt: PerDim = option(1e-2, gt=0)
+    max_grad_norm: float | None = option(None, gt=0)
 
 
 @flax.struct.dataclass

@@ -33,7 +33,7 @@ convention), so ``target_entropy = -|A|`` means the same for every action box.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -53,7 +53,7 @@ from jaxrl.networks.continuous import SquashedGaussianActor
 from jaxrl.ops.squashed_gaussian import squashed_gaussian_sample
 from jaxrl.ops.targets import soft_update
 from jaxrl.types import Agent, EnvSpec
-from jaxrl.validation import build_config
+from jaxrl.validation import build_config, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,22 +76,13 @@ class SACConfig(OffPolicyConfig):
       log_std_min, log_std_max: clip of the actor's log-std (-20, 2).
     """
 
-    learning_starts: int = 10_000
-    exploration_noise: Literal["none", "gaussian", "clipped_gaussian", "uniform", "ou"] = "none"
-    num_critics: int = 2
-    alpha: float = 1.0
+    num_critics: int = option(2, ge=1)
+    alpha: float = option(1.0, gt=0)
     autotune_alpha: bool = True
-    alpha_lr: float = 3e-4
-    target_entropy: float | None = None
-    log_std_min: float = -20.0
-    log_std_max: float = 2.0
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.num_critics < 1:
-            raise ValueError(f"num_critics must be >= 1, got {self.num_critics}")
-        if self.alpha <= 0:
-            raise ValueError(f"alpha must be > 0, got {self.alpha}")
+    alpha_lr: float = option(3e-4, gt=0)
+    target_entropy: float | None = option(None)
+    log_std_min: float = option(-20.0)
+    log_std_max: float = option(2.0)
 
 
 def make_agent(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Agent:

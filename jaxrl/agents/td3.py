@@ -25,7 +25,7 @@ and ``policy_delay=1`` (actor and targets every step), with Lillicrap et al.'s d
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -33,6 +33,7 @@ import jax.numpy as jnp
 from jaxrl.agents.actor_critic import (
     Algorithm,
     LearnerState,
+    Noise,
     OffPolicyConfig,
     PerDim,
     action_box,
@@ -46,9 +47,7 @@ from jaxrl.networks.continuous import DeterministicActor
 from jaxrl.ops.noise import clipped_gaussian_noise
 from jaxrl.ops.targets import soft_update
 from jaxrl.types import Agent, EnvSpec
-from jaxrl.validation import build_config
-
-Noise = Literal["none", "gaussian", "clipped_gaussian", "uniform", "ou"]
+from jaxrl.validation import build_config, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,19 +66,10 @@ class TD3Config(OffPolicyConfig):
 
     learning_starts: int = 25_000
     exploration_noise: Noise = "gaussian"
-    noise_sigma: PerDim = 0.1
-    num_critics: int = 2
-    policy_noise: float = 0.2
-    noise_clip: float = 0.5
-    policy_delay: int = 2
-
-    def __post_init__(self):
-        super().__post_init__()
-        for name in ("num_critics", "policy_delay"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.policy_noise < 0 or self.noise_clip < 0:
-            raise ValueError("policy_noise and noise_clip must be >= 0")
+    num_critics: int = option(2, ge=1)
+    policy_noise: float = option(0.2, ge=0)
+    noise_clip: float = option(0.5, ge=0)
+    policy_delay: int = option(2, ge=1)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,13 +2,14 @@
 
 A checkpoint lives in ``RUN_DIR/checkpoints/<env step>/`` and holds two items:
 
-* ``state``: every array of the runner state (``jaxrl.runners.RunnerState``: the agent
-  state with params, target params, optimizer state, replay buffer (sum tree included),
-  counters and hparams; the env state of a JAX-native env; the current observations; the
-  PRNG key; the chunk counter), saved by Orbax's ``StandardSave`` as a flat mapping
-  ``{"00000": leaf, ...}`` in the order of ``jax.tree.leaves``. The tree structure is not
-  stored: it is rebuilt from the run's ``config.yaml`` (``jax.eval_shape`` of the
-  runner's ``init``), so nothing is pickled.
+* ``state``: every array of what the runner saves (``Runner.save``): for a JAX-native env
+  the whole ``jaxrl.runners.RunnerState`` (the agent state with params, target params,
+  optimizer state, replay buffer (sum tree included), counters and hparams; the env
+  state; the current observations and carry; the PRNG key; the chunk counter), else a
+  ``LearnerCheckpoint`` (agent state, key, chunk counter). Orbax's ``StandardSave``
+  writes it as a flat mapping ``{"00000": leaf, ...}`` in the order of
+  ``jax.tree.leaves``. The tree structure is not stored: it is rebuilt from the run's
+  ``config.yaml`` (``Runner.saved_shape``), so nothing is pickled.
 * ``meta``: JSON with the host driver's position: env steps, chunks done, metric rows
   written, best evaluation, run time, and the key path of every saved array (checked on
   restore, so a config that no longer matches the checkpoint is a one-line error).
@@ -17,8 +18,9 @@ Orbax writes a checkpoint into a temporary directory and renames it when complet
 run killed in the middle of a save leaves the previous checkpoints intact and a leftover
 ``*.orbax-checkpoint-tmp*`` directory that restore ignores (and the next save removes).
 
-``restore(run_dir, step=None) -> (agent, agent_state, config)`` gives back a trained agent
-for a notebook or script; ``load`` gives back the whole runner state for ``--resume``.
+``load`` gives back what ``CheckpointWriter.save`` wrote, given the shapes it should have
+(``Runner.saved_shape``); ``experiment.run.restore`` builds a trained agent from it. This
+module knows nothing of runs: it imports no other part of ``jaxrl.experiment``.
 A missing run directory, missing or unreadable checkpoint raises ``ConfigError`` with one
 line (the CLIs print it and exit with code 2); nothing in the run directory is changed.
 """
@@ -33,7 +35,7 @@ from typing import Any
 
 import jax
 
-from jaxrl.types import Agent, ConfigError
+from jaxrl.types import ConfigError
 
 CHECKPOINT_DIR = "checkpoints"
 
@@ -201,22 +203,3 @@ def load(
         manager.close()
     state = jax.tree.unflatten(treedef, [restored[name] for name in abstract])
     return Checkpoint(step=step, state=state, meta=meta)
-
-
-def restore(run_dir: str | Path, step: int | None = None) -> tuple[Agent, Any, dict[str, Any]]:
-    """Loads a trained agent: ``agent, agent_state, config = restore("runs/...")``.
-
-    ``agent`` is rebuilt from the run's ``config.yaml``; ``agent_state`` is the agent's
-    state at checkpoint ``step`` (default: the newest), ready for
-    ``agent.act(agent_state, obs, agent.init_carry(num_envs), key, False)``. For a run of
-    several seeds or sweep points every leaf of ``agent_state`` has a leading member axis
-    (``launch.yaml`` lists them).
-    Raises ``ConfigError`` (one line) for a missing or corrupt run or checkpoint.
-    """
-    from jaxrl.experiment.run import build
-
-    run_dir = Path(run_dir)
-    pick_step(run_dir, step)  # a missing checkpoint is reported before the config is read
-    setup = build(run_dir)
-    checkpoint = load(run_dir, setup.abstract_state(), step, setup.shardings())
-    return setup.agent, checkpoint.state.agent_state, setup.cfg

@@ -104,12 +104,17 @@ def batch_runner(runner: Runner) -> Runner:
     init = jax.vmap(runner.init, in_axes=(0, 0), out_axes=STATE_AXES)
     init_default = jax.vmap(lambda key: runner.init(key), out_axes=STATE_AXES)
     run_chunk = jax.vmap(runner.run_chunk, in_axes=(STATE_AXES,), out_axes=(STATE_AXES, 0))
+
+    def batched_init(keys: jax.Array, hparams: Any = None) -> RunnerState:
+        return init_default(keys) if hparams is None else init(keys, hparams)
+
     return runner._replace(
-        init=lambda keys, hparams=None: (
-            init_default(keys) if hparams is None else init(keys, hparams)
-        ),
+        init=batched_init,
         run_chunk=run_chunk,
         evaluate=jax.vmap(runner.evaluate),
+        # ``save`` and ``restore`` pick fields, whatever the member axis; the shapes of a
+        # saved state are those of the batched init's.
+        saved_shape=lambda *args: jax.eval_shape(lambda *a: runner.save(batched_init(*a)), *args),
     )
 
 

@@ -16,20 +16,28 @@ included) stays on the device, donated to ``update`` so that it is updated in pl
 agent's metrics stay on the device until the end of the chunk.
 
 Unlike the fused runner's, ``run_chunk`` is not pure: the environment's state lives in
-the ``HostEnv`` object, so a ``HostRunnerState`` must be used once, in order.
+the ``HostEnv`` object, so a ``HostRunnerState`` must be used once, in order. For the
+same reason the runner says ``jittable=False`` and checkpoints a ``LearnerCheckpoint``
+(agent state, key, chunk counter): a resumed run restarts its envs.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl.runners.scan import RunConfig, Runner
+from jaxrl.runners.scan import (
+    ChunkLayout,
+    LearnerCheckpoint,
+    RunConfig,
+    Runner,
+    restore_learner,
+    save_learner,
+)
 from jaxrl.types import Agent, Transition, batched_spec, reset_carry
 
 
@@ -67,11 +75,8 @@ def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = 
     eval_env = eval_env or env.spawn(env.spec.num_envs)
     spec = env.spec
     num_envs, T = spec.num_envs, config.rollout_len
-    steps_per_iteration = T * num_envs
-    iterations_per_chunk = max(1, config.log_every // steps_per_iteration)
-    steps_per_chunk = iterations_per_chunk * steps_per_iteration
-    num_chunks = math.ceil(config.steps / steps_per_chunk)
-    eval_every_chunks = max(1, round(config.eval_every / steps_per_chunk))
+    layout = ChunkLayout.of(config, num_envs)
+    iterations_per_chunk = layout.iterations_per_chunk
 
     def act_fn(agent_state, obs, carry, key, explore):
         key, act_key = jax.random.split(key)
@@ -179,23 +184,26 @@ def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = 
         chunk = state.chunk + 1
         metrics = {k: np.stack(v) for k, v in jax.device_get(_transpose(agent_metrics)).items()}
         metrics.update(stats)
-        first = (chunk - 1) * iterations_per_chunk
-        metrics["step"] = (
-            (first + 1 + np.arange(iterations_per_chunk)) * steps_per_iteration
-        ).astype(np.int32)
+        metrics["step"] = layout.iteration_steps(chunk, np)
         metrics["eval_return"] = np.full(iterations_per_chunk, np.nan, np.float32)
         key, eval_key = jax.random.split(key)
-        if config.eval_every > 0 and chunk % eval_every_chunks == 0:
+        if layout.evaluates(chunk):
             metrics["eval_return"][-1] = evaluate(agent_state, eval_key).mean()
         return HostRunnerState(agent_state, obs, carry, key, chunk), metrics
+
+    def saved_shape(key: jax.Array, hparams: Any = None) -> LearnerCheckpoint:
+        agent_state = jax.eval_shape(agent.init, key)
+        chunk = jax.ShapeDtypeStruct((), jnp.int32)
+        return LearnerCheckpoint(agent_state, jax.eval_shape(lambda k: k, key), chunk)
 
     return Runner(
         init=init,
         run_chunk=run_chunk,
         evaluate=evaluate,
-        iterations_per_chunk=iterations_per_chunk,
-        num_chunks=num_chunks,
-        steps_per_iteration=steps_per_iteration,
+        layout=layout,
+        save=save_learner,
+        saved_shape=saved_shape,
+        restore=restore_learner,
         jittable=False,
     )
 

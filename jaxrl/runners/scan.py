@@ -31,10 +31,11 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl.types import Agent, Env, TimeStep, Transition, reset_carry
+from jaxrl.validation import Options, option
 
 
 @dataclasses.dataclass(frozen=True)
-class RunConfig:
+class RunConfig(Options):
     """Options of the training loop.
 
     Attributes:
@@ -47,20 +48,64 @@ class RunConfig:
       seed: the PRNG seed of the run.
     """
 
-    steps: int = 100_000
-    rollout_len: int = 1
-    log_every: int = 5_000
-    eval_every: int = 10_000
-    eval_episodes: int = 10
+    steps: int = option(100_000, ge=1)
+    rollout_len: int = option(1, ge=1)
+    log_every: int = option(5_000, ge=1)
+    eval_every: int = option(10_000, ge=0)
+    eval_episodes: int = option(10, ge=1)
     stop_return: float | None = None
     seed: int = 0
 
-    def __post_init__(self):
-        for name in ("steps", "rollout_len", "log_every", "eval_episodes"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.eval_every < 0:
-            raise ValueError(f"eval_every must be >= 0, got {self.eval_every}")
+
+class ChunkLayout(NamedTuple):
+    """How a run is cut into iterations and chunks, and when it evaluates: computed once
+    (``of``) and shared by the fused runner, the host runner and the host driver.
+
+    An iteration is ``steps_per_iteration = rollout_len * num_envs`` env steps; a chunk is
+    ``iterations_per_chunk = max(1, log_every // steps_per_iteration)`` iterations; a run
+    is ``num_chunks = ceil(steps / steps_per_chunk)`` chunks; an evaluation follows every
+    ``eval_every_chunks``-th chunk (``max(1, round(eval_every / steps_per_chunk))``), and
+    none when ``eval_every`` is 0.
+    """
+
+    steps_per_iteration: int
+    iterations_per_chunk: int
+    num_chunks: int
+    eval_every_chunks: int
+    eval_every: int  # RunConfig.eval_every; 0: never evaluate
+
+    @classmethod
+    def of(cls, config: RunConfig, num_envs: int) -> ChunkLayout:
+        steps_per_iteration = config.rollout_len * num_envs
+        iterations_per_chunk = max(1, config.log_every // steps_per_iteration)
+        steps_per_chunk = iterations_per_chunk * steps_per_iteration
+        return cls(
+            steps_per_iteration=steps_per_iteration,
+            iterations_per_chunk=iterations_per_chunk,
+            num_chunks=math.ceil(config.steps / steps_per_chunk),
+            eval_every_chunks=max(1, round(config.eval_every / steps_per_chunk)),
+            eval_every=config.eval_every,
+        )
+
+    @property
+    def steps_per_chunk(self) -> int:
+        return self.iterations_per_chunk * self.steps_per_iteration
+
+    @property
+    def total_steps(self) -> int:
+        return self.num_chunks * self.steps_per_chunk
+
+    def evaluates(self, chunk: Any) -> Any:
+        """Whether chunk number ``chunk`` (1-based: chunks done after it) ends with an
+        evaluation; a Python bool for an int ``chunk``, a traced bool for a traced one."""
+        return (self.eval_every > 0) & (chunk % self.eval_every_chunks == 0)
+
+    def iteration_steps(self, chunk: Any, xp: Any = jnp) -> Any:
+        """``[iterations_per_chunk]`` int32: env steps done after each iteration of chunk
+        number ``chunk`` (1-based), with ``xp`` ``jax.numpy`` or ``numpy``."""
+        first = (chunk - 1) * self.iterations_per_chunk
+        steps = (first + 1 + xp.arange(self.iterations_per_chunk)) * self.steps_per_iteration
+        return steps.astype(xp.int32)
 
 
 @flax.struct.dataclass
@@ -73,19 +118,85 @@ class RunnerState:
     chunk: jax.Array  # int32 chunks completed; unbatched under vmap
 
 
-class Runner(NamedTuple):
-    """``init(key) -> RunnerState``; ``run_chunk(state) -> (state, metrics)`` with metrics
-    ``{name: [iterations_per_chunk]}``; the static layout of the run. ``jittable`` is
-    False for a runner that steps its env from Python (``runners/host.py``): the driver
-    then calls its functions as they are."""
+@flax.struct.dataclass
+class LearnerCheckpoint:
+    """What a checkpoint holds for a runner whose env state cannot be saved (a host env,
+    or ale-py's XLA vector env, whose state is a handle to this process's emulators): the
+    agent state (replay buffer included), the PRNG key and the chunk counter. A resume
+    restarts the environments with fresh episodes."""
 
-    init: Callable[..., RunnerState]
-    run_chunk: Callable[[RunnerState], tuple[RunnerState, dict[str, jax.Array]]]
+    agent_state: Any
+    key: jax.Array
+    chunk: jax.Array
+
+
+def save_learner(state: Any) -> LearnerCheckpoint:
+    """The ``LearnerCheckpoint`` of a runner state (fused or host)."""
+    return LearnerCheckpoint(state.agent_state, state.key, jnp.asarray(state.chunk, jnp.int32))
+
+
+def restore_learner(saved: LearnerCheckpoint, fresh: Callable[[], Any]) -> Any:
+    """A fresh runner state (new env episodes) holding ``saved``'s learner."""
+    state = fresh()
+    chunk = int(saved.chunk) if isinstance(state.chunk, int) else saved.chunk
+    return dataclasses.replace(state, agent_state=saved.agent_state, key=saved.key, chunk=chunk)
+
+
+def _restore_whole(saved: Any, fresh: Callable[[], Any]) -> Any:
+    return saved
+
+
+class Runner(NamedTuple):
+    """A training program in chunks, as the host driver runs it.
+
+    ``init(key, hparams=None) -> state``; ``run_chunk(state) -> (state, metrics)`` with
+    metrics ``{name: [iterations_per_chunk]}``; ``evaluate(agent_state, key) -> returns``;
+    ``layout``, the run's ``ChunkLayout``. What differs between runners is said here, so
+    that the driver needs no case of its own:
+
+    * ``jittable``: whether ``init``, ``run_chunk`` and ``evaluate`` are JAX programs that
+      the driver may jit, compile ahead of time and vmap over members. False for a runner
+      that steps its env from Python (``runners/host.py``): the driver then calls its
+      functions as they are, one member only.
+    * ``save(state)``: the pytree of arrays a checkpoint holds (the whole state where the
+      env's state can be saved, else a ``LearnerCheckpoint``); ``saved_shape(*init_args)``
+      its shapes and dtypes, without running anything; ``restore(saved, fresh)``: the
+      state to continue from, with ``fresh()`` building an initial one when the env must
+      restart.
+    """
+
+    init: Callable[..., Any]
+    run_chunk: Callable[[Any], tuple[Any, dict[str, jax.Array]]]
     evaluate: Callable[[Any, jax.Array], jax.Array]
-    iterations_per_chunk: int
-    num_chunks: int
-    steps_per_iteration: int
+    layout: ChunkLayout
+    save: Callable[[Any], Any]
+    saved_shape: Callable[..., Any]
+    restore: Callable[[Any, Callable[[], Any]], Any]
     jittable: bool = True
+
+    @property
+    def iterations_per_chunk(self) -> int:
+        return self.layout.iterations_per_chunk
+
+    @property
+    def num_chunks(self) -> int:
+        return self.layout.num_chunks
+
+    @property
+    def steps_per_iteration(self) -> int:
+        return self.layout.steps_per_iteration
+
+
+def checkpointing(init: Callable[..., Any], portable: bool) -> dict[str, Any]:
+    """The ``save``, ``saved_shape`` and ``restore`` fields of a jittable runner whose
+    ``init`` is ``init``: the whole state where the env's state is ``portable``, else
+    the learner only."""
+    save = (lambda state: state) if portable else save_learner
+    return dict(
+        save=save,
+        saved_shape=lambda *args: jax.eval_shape(lambda *a: save(init(*a)), *args),
+        restore=_restore_whole if portable else restore_learner,
+    )
 
 
 def episode_done(ts: TimeStep) -> jax.Array:
@@ -144,11 +255,8 @@ def make_runner(agent: Agent, env: Env, config: RunConfig, eval_env: Env | None 
     """Builds the chunked training program. ``eval_env`` defaults to ``env`` (then an
     evaluation averages ``env.spec.num_envs`` episodes)."""
     num_envs = env.spec.num_envs
-    steps_per_iteration = config.rollout_len * num_envs
-    iterations_per_chunk = max(1, config.log_every // steps_per_iteration)
-    steps_per_chunk = iterations_per_chunk * steps_per_iteration
-    num_chunks = math.ceil(config.steps / steps_per_chunk)
-    eval_every_chunks = max(1, round(config.eval_every / steps_per_chunk))
+    layout = ChunkLayout.of(config, num_envs)
+    iterations_per_chunk = layout.iterations_per_chunk
     evaluate = make_evaluate(agent, eval_env or env)
     initial_carry = agent.init_carry(num_envs)
 
@@ -198,13 +306,12 @@ def make_runner(agent: Agent, env: Env, config: RunConfig, eval_env: Env | None 
         chunk = state.chunk + 1
         key, eval_key = jax.random.split(state.key)
         eval_return = jax.lax.cond(
-            (config.eval_every > 0) & (chunk % eval_every_chunks == 0),
+            layout.evaluates(chunk),
             lambda: evaluate(state.agent_state, eval_key).mean(),
             lambda: jnp.full((), jnp.nan, jnp.float32),
         )
         # Per-iteration rows: env steps done, and the evaluation on the chunk's last row.
-        first = (chunk - 1) * iterations_per_chunk
-        metrics["step"] = (first + 1 + jnp.arange(iterations_per_chunk)) * steps_per_iteration
+        metrics["step"] = layout.iteration_steps(chunk)
         metrics["eval_return"] = (
             jnp.full((iterations_per_chunk,), jnp.nan, jnp.float32).at[-1].set(eval_return)
         )
@@ -214,9 +321,8 @@ def make_runner(agent: Agent, env: Env, config: RunConfig, eval_env: Env | None 
         init=init,
         run_chunk=run_chunk,
         evaluate=evaluate,
-        iterations_per_chunk=iterations_per_chunk,
-        num_chunks=num_chunks,
-        steps_per_iteration=steps_per_iteration,
+        layout=layout,
+        **checkpointing(init, env.state_is_portable),
     )
 
 

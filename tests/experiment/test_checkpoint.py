@@ -178,11 +178,12 @@ def test_host_env_run_resumes_its_learner_and_restarts_its_envs(tmp_path):
     assert cfg["env"]["name"] == "gym:CartPole-v1"
     # What a resume starts from is the saved learner, bit for bit.
     from jaxrl.experiment.checkpoint import load
-    from jaxrl.experiment.run import LearnerState, build
+    from jaxrl.experiment.run import build
+    from jaxrl.runners import LearnerCheckpoint
 
     setup = build(run_dir)
-    restored = load(run_dir, setup.abstract_state())
-    assert isinstance(restored.state, LearnerState) and int(restored.state.chunk) == 2
+    restored = load(run_dir, setup.saved_shape())
+    assert isinstance(restored.state, LearnerCheckpoint) and int(restored.state.chunk) == 2
     state = setup.resumed(restored.state)
     assert_same_tree(state.agent_state, saved)
     assert state.chunk == 2 and state.obs.shape == (4, 4)

@@ -1,0 +1,196 @@
+"""The chunk driver: runs a ``Setup``'s runner chunk after chunk, writing one metrics row
+per chunk (per member for seed and sweep runs), saving a checkpoint every
+``launch.checkpoint_every`` env steps and at the end, stopping early when an evaluation
+reaches ``run.stop_return`` (single runs only), and closing with a greedy evaluation.
+
+``drive(setup, run_dir, console, restored)`` serves a new run (``restored`` None) and a
+resumed one (a ``checkpoint.Checkpoint``): the ``Position`` saved in the checkpoint's meta
+says where to go on from. What differs between a fused and a host runner (jitting, what a
+checkpoint holds) comes from the ``Runner``; the driver has no case of its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from rich.console import Console
+
+from jaxrl.experiment import checkpoint, report
+from jaxrl.experiment.logging import MetricsWriter
+from jaxrl.experiment.setup import Setup
+
+
+@dataclasses.dataclass
+class Position:
+    """Where a run is, as a checkpoint's meta records it: env steps and chunks done, metric
+    rows written, best evaluation, first time ``stop_return`` was reached, run time (chunks
+    only) and wall time (compiles included) before this process started."""
+
+    steps: int = 0
+    chunk: int = 0
+    rows: int = 0
+    best: float = math.nan
+    first_solved: float | None = None
+    run_time: float = 0.0
+    time: float = 0.0
+
+    @classmethod
+    def resumed(cls, meta: dict[str, Any], steps_per_chunk: int) -> Position:
+        chunk = int(meta.get("chunk", 0))
+        return cls(
+            steps=chunk * steps_per_chunk,
+            chunk=chunk,
+            rows=int(meta.get("rows", 0)),
+            best=report.nan_if_none(meta.get("best")),
+            first_solved=meta.get("first_solved"),
+            run_time=float(meta.get("run_time", 0.0)),
+            time=float(meta.get("time", 0.0)),
+        )
+
+    def meta(self, now: float) -> dict[str, Any]:
+        return dict(
+            env_steps=self.steps,
+            chunk=self.chunk,
+            rows=self.rows,
+            best=self.best,
+            first_solved=self.first_solved,
+            run_time=self.run_time,
+            time=now,
+        )
+
+
+def compile_chunk(runner: Any, state: Any) -> Any:
+    """``run_chunk`` compiled for ``state`` (donated), or as it is for a host runner."""
+    if not runner.jittable:
+        return runner.run_chunk
+    return jax.jit(runner.run_chunk, donate_argnums=0).lower(state).compile()
+
+
+def compile_evaluate(runner: Any, agent_state: Any, key: jax.Array) -> Any:
+    if not runner.jittable:
+        return runner.evaluate
+    return jax.jit(runner.evaluate).lower(agent_state, key).compile()
+
+
+class _Driver:
+    """One process's part of a run: the loop over chunks and what happens between them."""
+
+    def __init__(self, setup: Setup, run_dir: Path, console: Console, restored: Any):
+        self.setup, self.run_dir, self.console = setup, run_dir, console
+        self.layout = setup.runner.layout
+        self.start = time.perf_counter()
+        meta = restored.meta if restored is not None else {}
+        self.position = Position.resumed(meta, self.layout.steps_per_chunk)
+        self.saved_step = restored.step if restored is not None else None
+        self.writer = MetricsWriter(
+            run_dir,
+            keep_rows=int(meta["rows"]) if restored is not None else None,
+            purge_step=restored.step + 1 if restored is not None else None,
+        )
+        self.saver = checkpoint.CheckpointWriter(run_dir, keep=setup.launch.keep)
+
+    def now(self) -> float:
+        """Wall seconds of the whole run so far, earlier processes' included."""
+        return self.position.time + time.perf_counter() - self.start
+
+    def save(self, state: Any) -> None:
+        meta = self.position.meta(self.now())
+        self.saver.save(self.position.steps, self.setup.runner.save(state), meta)
+        self.saved_step = self.position.steps
+
+    def run_chunk(self, run_chunk: Any, state: Any, bar: report.ProgressBar) -> tuple[Any, bool]:
+        """Runs one chunk and logs it; returns the state and whether the run should stop."""
+        setup, pos, batched = self.setup, self.position, self.setup.launch.batched
+        chunk_start = time.perf_counter()
+        state, metrics = run_chunk(state)
+        pos.chunk += 1
+        metrics = jax.device_get(metrics)
+        chunk_time = time.perf_counter() - chunk_start
+        pos.run_time += chunk_time
+        now = self.now()
+        sps = self.layout.steps_per_chunk / chunk_time
+        rows = report.member_rows(metrics, setup.members, batched)
+        for row in rows:
+            row["time"], row["sps"] = now, sps
+            self.writer.write(row, tag_prefix=report.tag_prefix(row, batched))
+        pos.rows += len(rows)
+        prev, pos.steps = pos.steps, rows[0]["step"]
+        eval_mean = report.mean_eval(rows)
+        if not math.isnan(eval_mean):
+            pos.best = eval_mean if math.isnan(pos.best) else max(pos.best, eval_mean)
+        bar.update(pos.steps, sps * len(rows), report.mean_return(rows), eval_mean)
+        every = setup.launch.checkpoint_every
+        if every and pos.steps // every > prev // every:
+            self.save(state)
+        stop = setup.run_config.stop_return
+        if not batched and stop is not None and eval_mean >= stop:
+            pos.first_solved = now
+            return state, True
+        return state, False
+
+    def train(self, state: Any, run_chunk: Any) -> Any:
+        """Chunks until the run's end or its ``stop_return``; a checkpoint at the end."""
+        bar = report.ProgressBar(self.console, self.layout.total_steps, self.position.steps)
+        stopped = False
+        with bar, self.saver, self.writer:
+            while self.position.chunk < self.layout.num_chunks and not stopped:
+                state, stopped = self.run_chunk(run_chunk, state, bar)
+            if self.saved_step != self.position.steps:
+                self.save(state)
+        return state
+
+
+def announce(setup: Setup, run_dir: Path, console: Console, restored: Any) -> None:
+    cfg = setup.cfg
+    what = f"{len(setup.members)} members, " if setup.launch.batched else ""
+    verb = f"resuming at step {restored.step:,}" if restored is not None else "->"
+    console.print(
+        f"[bold]jaxrl[/] {cfg['agent']['name']} on {cfg['env']['name']} "
+        f"({what}{cfg['env']['num_envs']} envs, preset: {cfg.get('preset')}) {verb} {run_dir}"
+    )
+
+
+def drive(setup: Setup, run_dir: Path, console: Console, restored: Any = None) -> report.Summary:
+    """Trains ``setup`` into ``run_dir`` from the start, or from checkpoint ``restored``."""
+    runner, run_cfg = setup.runner, setup.run_config
+    driver = _Driver(setup, run_dir, console, restored)
+    announce(setup, run_dir, console, restored)
+
+    _, eval_key = setup.keys()
+    compile_start = time.perf_counter()
+    state = setup.resumed(restored.state) if restored is not None else setup.init_state()
+    run_chunk = compile_chunk(runner, state)
+    compile_time = time.perf_counter() - compile_start
+
+    state = driver.train(state, run_chunk)
+
+    compile_start = time.perf_counter()
+    evaluate = compile_evaluate(runner, state.agent_state, eval_key)
+    compile_time += time.perf_counter() - compile_start
+    finals = np.asarray(jax.device_get(evaluate(state.agent_state, eval_key)), np.float64)
+    finals = finals.reshape(len(setup.members), -1).mean(axis=1)
+    pos = driver.position
+    summary = report.Summary(
+        run_dir=run_dir,
+        steps=pos.steps,
+        compile_time=compile_time,
+        run_time=pos.run_time,
+        sps=pos.steps * len(setup.members) / pos.run_time if pos.run_time else math.nan,
+        final_eval_return=float(finals.mean()),
+        best_eval_return=pos.best,
+        first_solved_time=pos.first_solved,
+        solved=pos.first_solved is not None,
+        final_eval_returns=[float(f) for f in finals],
+    )
+    report.write_summary(summary, run_dir)
+    batched = setup.launch.batched
+    report.print_summary(
+        summary, setup.members, batched, run_cfg.eval_episodes, run_cfg.stop_return, console
+    )
+    return summary

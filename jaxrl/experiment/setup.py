@@ -1,0 +1,210 @@
+"""What a run is built from: ``Launch`` (how a config is run) and ``Setup`` (the env,
+evaluation env, agent and runner built from a resolved config and a launch).
+
+``build_setup(cfg, launch)`` finds every user mistake before anything is written;
+``build(run_dir)`` rebuilds the ``Setup`` of an existing run directory from its
+``config.yaml`` and ``launch.yaml``. ``Setup`` knows the members of a run (one, or every
+seed and sweep point), their keys, and the runner state to start or resume from; what
+differs between the fused and the host runner (whether its functions may be jitted, what
+a checkpoint holds) is the ``Runner``'s to say (``jaxrl.runners.Runner``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import yaml
+
+from jaxrl import agents, envs, runners
+from jaxrl.experiment import sweep
+from jaxrl.experiment.config import dump, env_kwargs, resolve
+from jaxrl.runners import RunConfig, Runner
+from jaxrl.types import ConfigError
+
+LAUNCH_FILE = "launch.yaml"
+CONFIG_FILE = "config.yaml"
+
+
+@dataclasses.dataclass(frozen=True)
+class Launch:
+    """How a config is run, saved as ``launch.yaml`` beside ``config.yaml``.
+
+    Attributes:
+      seeds: number of seeds ``run.seed, run.seed + 1, ...`` trained as one program.
+      sweep: swept continuous hyperparameters ``{name: [values]}`` (``agent.name``).
+      checkpoint_every: env steps between checkpoints (0: only at the end of the run).
+      keep: checkpoints kept (the newest).
+    """
+
+    seeds: int = 1
+    sweep: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    checkpoint_every: int = 0
+    keep: int = 3
+
+    def __post_init__(self):
+        for flag, value, least in (
+            ("--seeds", self.seeds, 1),
+            ("--checkpoint-every", self.checkpoint_every, 0),
+            ("--keep", self.keep, 1),
+        ):
+            if value < least:
+                raise ConfigError(f"{flag} must be >= {least}, got {value}")
+
+    @property
+    def batched(self) -> bool:
+        return self.seeds > 1 or bool(self.sweep)
+
+
+def read_launch(run_dir: str | Path) -> Launch:
+    path = Path(run_dir) / LAUNCH_FILE
+    if not path.is_file():
+        return Launch()
+    data = yaml.safe_load(path.read_text()) or {}
+    try:
+        return Launch(**data)
+    except TypeError as e:
+        raise ConfigError(f"'{path}' is not a valid launch file: {e}") from None
+
+
+def write_run_files(run_dir: Path, cfg: dict[str, Any], launch: Launch) -> None:
+    """Writes ``config.yaml`` and ``launch.yaml``, which alone rebuild the run."""
+    (run_dir / CONFIG_FILE).write_text(dump(cfg))
+    (run_dir / LAUNCH_FILE).write_text(yaml.safe_dump(dataclasses.asdict(launch), sort_keys=False))
+
+
+def new_run_dir(logdir: str | Path, cfg: dict[str, Any], launch: Launch | None = None) -> Path:
+    """A directory under ``logdir`` that did not exist before; never overwrites a run."""
+    seed = f"s{cfg['run']['seed']}"
+    if launch is not None and launch.seeds > 1:
+        seed += f"x{launch.seeds}"
+    if launch is not None and launch.sweep:
+        seed += "_sweep"
+    stem = f"{cfg['agent']['name']}_{cfg['env']['name']}_{seed}"
+    stem = stem.replace("/", "-").replace(":", "-") + time.strftime("_%Y%m%d-%H%M%S")
+    Path(logdir).mkdir(parents=True, exist_ok=True)
+    for i in range(1000):
+        path = Path(logdir) / (stem if i == 0 else f"{stem}-{i}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"could not create a new run directory under {logdir}")
+
+
+@dataclasses.dataclass
+class Setup:
+    """Everything built from ``config.yaml`` and ``launch.yaml``: the agent, envs and the
+    runner (vmapped over members when ``launch.batched``), and the member list."""
+
+    cfg: dict[str, Any]
+    launch: Launch
+    env: Any
+    eval_env: Any
+    agent: Any
+    runner: Runner
+    members: list[dict[str, Any]]  # {"seed": s, "agent.NAME": value, ...} per member
+    mesh: Any = None
+    _hparams: Any = None
+
+    @property
+    def run_config(self) -> RunConfig:
+        return RunConfig(**self.cfg["run"])
+
+    def keys(self) -> tuple[jax.Array, jax.Array]:
+        """The training and evaluation keys: ``split(PRNGKey(seed))`` of each member."""
+        seeds = (
+            [m["seed"] for m in self.members] if self.launch.batched else [self.cfg["run"]["seed"]]
+        )
+        pairs = np.stack([np.asarray(jax.random.split(jax.random.PRNGKey(s))) for s in seeds])
+        if not self.launch.batched:
+            return jnp.asarray(pairs[0, 0]), jnp.asarray(pairs[0, 1])
+        keys = sweep.shard(jnp.asarray(pairs[:, 0]), self.mesh)
+        return keys, sweep.shard(jnp.asarray(pairs[:, 1]), self.mesh)
+
+    def init_args(self) -> tuple:
+        """The arguments of ``runner.init``: the key, and for a sweep each member's hparams."""
+        key, _ = self.keys()
+        if not self.launch.batched:
+            return (key,)
+        if self.launch.sweep and self._hparams is None:
+            base = jax.jit(lambda k: self.agent.init(k).hparams)(jax.random.PRNGKey(0))
+            stacked = sweep.member_hparams(base, sweep.grid(self.launch.sweep), self.launch.seeds)
+            self._hparams = sweep.shard(stacked, self.mesh)
+        return key, self._hparams
+
+    def saved_shape(self) -> Any:
+        """Shapes and dtypes of what a checkpoint holds (``runner.save`` of a state)."""
+        return self.runner.saved_shape(*self.init_args())
+
+    def shardings(self) -> Any:
+        if self.mesh is None:
+            return None
+        return sweep.state_shardings(self.mesh, self.saved_shape())
+
+    def init_state(self) -> Any:
+        """The initial runner state; a jittable runner's is committed to its devices as a
+        restored one is (so both compile to the same program)."""
+        if not self.runner.jittable:
+            return self.runner.init(*self.init_args())
+        shardings = self.shardings()
+        if shardings is None:
+            shardings = jax.sharding.SingleDeviceSharding(jax.local_devices()[0])
+        return jax.jit(self.runner.init, out_shardings=shardings)(*self.init_args())
+
+    def resumed(self, saved: Any) -> Any:
+        """The runner state to continue from a checkpoint's ``saved`` state."""
+        return self.runner.restore(saved, self.init_state)
+
+
+def _members(cfg: dict[str, Any], launch: Launch, agent: Any) -> list[dict[str, Any]]:
+    """The members of a batched run, after checking the sweep (ConfigError)."""
+    name, seed = cfg["agent"]["name"], cfg["run"]["seed"]
+    if launch.sweep:
+        agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
+        hparams = jax.eval_shape(agent.init, jax.random.PRNGKey(0))
+        sweep.check_sweep(name, getattr(hparams, "hparams", None), launch.sweep)
+        for option, values in launch.sweep.items():  # each value checked as an option
+            for value in values:
+                agents.resolve_config(name, {**agent_options, option: value})
+    return [
+        {"seed": seed + i, **{f"agent.{k}": v for k, v in point.items()}}
+        for point in sweep.grid(launch.sweep)
+        for i in range(launch.seeds)
+    ]
+
+
+def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
+    """Builds env, evaluation env, agent and runner; ConfigError for a bad sweep."""
+    run_cfg = RunConfig(**cfg["run"])
+    kwargs = env_kwargs(cfg)
+    env = envs.make(cfg["env"]["name"], num_envs=cfg["env"]["num_envs"], **kwargs)
+    eval_env = envs.make(cfg["env"]["name"], num_envs=run_cfg.eval_episodes, **kwargs)
+    agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
+    agent = agents.make(cfg["agent"]["name"], env.spec, **agent_options)
+    runner = runners.make(agent, env, run_cfg, eval_env)
+    if not launch.batched:
+        return Setup(cfg, launch, env, eval_env, agent, runner, [{"seed": run_cfg.seed}])
+    if not runner.jittable:
+        raise ConfigError(
+            f"--seeds and --sweep need a JAX-native env; '{cfg['env']['name']}' is stepped "
+            "on the host: run its seeds as separate jobs"
+        )
+    members = _members(cfg, launch, agent)
+    runner = sweep.batch_runner(runner)
+    return Setup(cfg, launch, env, eval_env, agent, runner, members, sweep.mesh_for(len(members)))
+
+
+def build(run_dir: str | Path) -> Setup:
+    """The ``Setup`` of an existing run directory, from its ``config.yaml`` and ``launch.yaml``."""
+    run_dir = Path(run_dir)
+    if not (run_dir / CONFIG_FILE).is_file():
+        raise ConfigError(f"'{run_dir}' is not a run directory (it has no config.yaml)")
+    cfg = resolve(config_file=str(run_dir / CONFIG_FILE))
+    return build_setup(cfg, read_launch(run_dir))
