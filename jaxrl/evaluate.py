@@ -128,7 +128,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from jaxrl.checkpoint import restore
         from jaxrl.experiment.config import env_kwargs
         from jaxrl.experiment.setup import read_launch
-        from jaxrl.experiment.sweep import grid
 
         agent, state, cfg = restore(args.run_dir, args.step)
         launch = read_launch(args.run_dir)
@@ -138,16 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         returns = np.asarray(evaluate_returns(agent, state, env, key, launch.batched))
         policy = "greedy" if args.epsilon is None else f"epsilon {args.epsilon:g}"
         print(f"{cfg['agent']['name']} on {cfg['env']['name']}, {args.episodes} episodes, {policy}")
-        if launch.batched:
-            members = [
-                {"seed": cfg["run"]["seed"] + i, **point}
-                for point in grid(launch.sweep)
-                for i in range(launch.seeds)
-            ]
-        else:
-            members, returns = [{}], returns[None]
+        members = launch.members(cfg["run"]["seed"]) if launch.batched else [{}]
+        returns = returns if launch.batched else returns[None]
         for member, r in zip(members, returns, strict=True):
-            name = " ".join(f"{k}={v:g}" for k, v in member.items())
+            name = " ".join(f"{k.removeprefix('agent.')}={v:g}" for k, v in member.items())
             print(
                 f"{name + ': ' if name else ''}return mean {r.mean():.2f}  std {r.std():.2f}  "
                 f"min {r.min():.2f}  max {r.max():.2f}"

@@ -24,6 +24,9 @@ from typing import Any
 
 from jaxrl.types import ConfigError
 
+# What ``--resume`` takes besides the run directory; any other flag is an error.
+RESUME_MAY_CHANGE = ("help", "resume", "steps", "checkpoint_every", "keep", "logdir")
+
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # one line and exit code 2, not argparse's usage dump
@@ -85,6 +88,13 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         help="vmap over values of a continuous hyperparameter (repeatable: a grid)",
     )
     args, rest = parser.parse_known_args(argv)
+    args.fixed_by_resume = [  # the flags a resume may not change, in --help's order
+        action.option_strings[0]
+        for action in parser._actions
+        if action.dest not in RESUME_MAY_CHANGE
+        and action.option_strings
+        and getattr(args, action.dest) not in (None, [])
+    ]
     overrides: dict[str, Any] = {}
     i = 0
     while i < len(rest):
@@ -113,19 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from jaxrl.experiment.sweep import parse_sweep
 
         if args.resume is not None:
-            given = [
-                flag
-                for flag, value in (
-                    ("--agent", args.agent),
-                    ("--env", args.env),
-                    ("--config", args.config),
-                    ("--seed", args.seed),
-                    ("--num-envs", args.num_envs),
-                    ("--seeds", args.seeds),
-                    ("--sweep", args.sweep or None),
-                )
-                if value is not None
-            ]
+            given = args.fixed_by_resume
             if given or overrides:
                 what = given[0] if given else f"--{next(iter(overrides))}"
                 raise ConfigError(

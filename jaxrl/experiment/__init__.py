@@ -1,3 +1,20 @@
-"""Host-side experiment machinery: configs and presets, logging, the chunked driver
-(``run``), Orbax checkpoints and resume (``checkpoint``), seed and hyperparameter sweeps
-(``sweep``)."""
+"""Host-side experiment machinery, in modules that import each other in one direction
+only (``tests/experiment/test_import_graph.py`` checks that no jaxrl module imports one
+that imports it back):
+
+* ``config``: presets, config files and dotted overrides -> a resolved config dict.
+* ``logging``: metric rows and their writers (JSONL, CSV, TensorBoard).
+* ``checkpoint``: Orbax checkpoints of a pytree of arrays and the driver's position; it
+  knows nothing of runs.
+* ``sweep``: seeds and hyperparameter grids as one vmapped runner.
+* ``setup``: ``Launch`` and ``Setup``: env, evaluation env, agent and runner built from a
+  config (``config``, ``sweep``).
+* ``report``: metric rows per member, the progress bar and the run's ``Summary``.
+* ``driver``: the chunk loop between setup and report, with checkpoints
+  (``setup``, ``report``, ``checkpoint``, ``logging``).
+* ``run``: the entry points ``run_experiment``, ``resume_experiment`` and ``restore``.
+
+What differs between a fused and a host runner is said by the ``jaxrl.runners.Runner``
+itself (``jittable``, ``save``/``saved_shape``/``restore``, ``layout``), never by a check
+of the env's type here.
+"""

@@ -60,6 +60,15 @@ class Launch:
     def batched(self) -> bool:
         return self.seeds > 1 or bool(self.sweep)
 
+    def members(self, seed: int) -> list[dict[str, Any]]:
+        """``{"seed": s, "agent.NAME": value, ...}`` per member: every point of the sweep
+        grid (``sweep.grid``) times the seeds ``seed, seed + 1, ...``; one for a single run."""
+        return [
+            {"seed": seed + i, **{f"agent.{k}": v for k, v in point.items()}}
+            for point in sweep.grid(self.sweep)
+            for i in range(self.seeds)
+        ]
+
 
 def read_launch(run_dir: str | Path) -> Launch:
     path = Path(run_dir) / LAUNCH_FILE
@@ -163,21 +172,16 @@ class Setup:
         return self.runner.restore(saved, self.init_state)
 
 
-def _members(cfg: dict[str, Any], launch: Launch, agent: Any) -> list[dict[str, Any]]:
-    """The members of a batched run, after checking the sweep (ConfigError)."""
-    name, seed = cfg["agent"]["name"], cfg["run"]["seed"]
-    if launch.sweep:
-        agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
-        hparams = jax.eval_shape(agent.init, jax.random.PRNGKey(0))
-        sweep.check_sweep(name, getattr(hparams, "hparams", None), launch.sweep)
-        for option, values in launch.sweep.items():  # each value checked as an option
-            for value in values:
-                agents.resolve_config(name, {**agent_options, option: value})
-    return [
-        {"seed": seed + i, **{f"agent.{k}": v for k, v in point.items()}}
-        for point in sweep.grid(launch.sweep)
-        for i in range(launch.seeds)
-    ]
+def _check_sweep(cfg: dict[str, Any], launch: Launch, agent: Any) -> None:
+    """ConfigError unless every swept name is a continuous hyperparameter of the agent and
+    every swept value a valid value of its option."""
+    name = cfg["agent"]["name"]
+    agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
+    hparams = jax.eval_shape(agent.init, jax.random.PRNGKey(0))
+    sweep.check_sweep(name, getattr(hparams, "hparams", None), launch.sweep)
+    for option, values in launch.sweep.items():
+        for value in values:
+            agents.resolve_config(name, {**agent_options, option: value})
 
 
 def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
@@ -189,14 +193,16 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
     agent = agents.make(cfg["agent"]["name"], env.spec, **agent_options)
     runner = runners.make(agent, env, run_cfg, eval_env)
+    members = launch.members(run_cfg.seed)
     if not launch.batched:
-        return Setup(cfg, launch, env, eval_env, agent, runner, [{"seed": run_cfg.seed}])
+        return Setup(cfg, launch, env, eval_env, agent, runner, members)
     if not runner.jittable:
         raise ConfigError(
             f"--seeds and --sweep need a JAX-native env; '{cfg['env']['name']}' is stepped "
             "on the host: run its seeds as separate jobs"
         )
-    members = _members(cfg, launch, agent)
+    if launch.sweep:
+        _check_sweep(cfg, launch, agent)
     runner = sweep.batch_runner(runner)
     return Setup(cfg, launch, env, eval_env, agent, runner, members, sweep.mesh_for(len(members)))
 

@@ -10,11 +10,19 @@ import gymnasium as gym
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxrl import agents, envs
 from jaxrl.experiment.config import resolve
 from jaxrl.experiment.run import run_experiment
-from jaxrl.runners import RunConfig, make_host_runner, make_runner
+from jaxrl.runners import (
+    ChunkLayout,
+    LearnerCheckpoint,
+    RunConfig,
+    make,
+    make_host_runner,
+    make_runner,
+)
 from jaxrl.types import Agent
 
 TINY_DQN = dict(
@@ -45,8 +53,10 @@ def test_same_layout_and_metrics_as_fused_runner():
         returns = runner.evaluate(state.agent_state, jax.random.PRNGKey(1))
         assert np.shape(returns) == (3,) and np.asarray(returns).dtype == np.float32
     fused, host = runners["CartPole-v1"], runners["gym:CartPole-v1"]
+    assert fused.layout == host.layout == ChunkLayout.of(CONFIG, 4)
     for field in ("iterations_per_chunk", "num_chunks", "steps_per_iteration"):
         assert getattr(fused, field) == getattr(host, field)
+    assert fused.jittable and not host.jittable
     for f, h in zip(chunks["CartPole-v1"], chunks["gym:CartPole-v1"], strict=True):
         f, h = jax.device_get(f), jax.device_get(h)
         assert sorted(f) == sorted(h)
@@ -152,3 +162,54 @@ def test_host_and_fused_run_directories_match(tmp_path):
     assert [r["eval_return"] is not None for r in rows(host)] == [False, True, False, True]
     header = lambda d: (d / "metrics.csv").read_text().splitlines()[0]
     assert header(fused) == header(host)
+
+
+def test_chunk_layout():
+    # 4 envs x rollout 4 = 16 steps per iteration; 96 // 16 = 6 iterations per chunk;
+    # ceil(400 / 96) = 5 chunks; an evaluation every round(192 / 96) = 2 chunks.
+    layout = ChunkLayout.of(CONFIG, 4)
+    assert layout == ChunkLayout(16, 6, 5, 2, 192)
+    assert (layout.steps_per_chunk, layout.total_steps) == (96, 480)
+    assert [layout.evaluates(c) for c in range(1, 6)] == [False, True, False, True, False]
+    assert bool(jax.jit(layout.evaluates)(jnp.int32(4)))
+    steps = layout.iteration_steps(2, np)
+    np.testing.assert_array_equal(steps, [112, 128, 144, 160, 176, 192])
+    assert steps.dtype == np.int32
+    traced = jax.jit(layout.iteration_steps)(jnp.int32(2))
+    assert traced.dtype == jnp.int32 and np.array_equal(traced, steps)
+    # log_every below one iteration: one iteration per chunk; eval_every 0: never.
+    never = ChunkLayout.of(RunConfig(steps=10, rollout_len=4, log_every=3, eval_every=0), 2)
+    assert never.iterations_per_chunk == 1 and never.num_chunks == 2  # ceil(10 / 8)
+    assert not any(never.evaluates(c) for c in range(1, 3))
+
+
+def test_runner_says_what_a_checkpoint_holds():
+    """The host runner saves the learner only (its env state is a Python object) and a
+    restore restarts the envs; the fused runner of a JAX-native env saves everything."""
+    env = envs.make("gym:CartPole-v1", num_envs=2)
+    agent = agents.make("dqn", env.spec, **TINY_DQN)
+    config = RunConfig(steps=64, log_every=16, eval_every=0, eval_episodes=2)
+    runner = make(agent, env, config)
+    assert not runner.jittable
+    state = runner.init(jax.random.PRNGKey(0))
+    state, _ = runner.run_chunk(state)
+    saved = runner.save(state)
+    assert isinstance(saved, LearnerCheckpoint) and int(saved.chunk) == 1
+    shape = runner.saved_shape(jax.random.PRNGKey(0))
+    assert jax.tree.structure(shape) == jax.tree.structure(saved)
+    for a, b in zip(jax.tree.leaves(shape), jax.tree.leaves(saved), strict=True):
+        assert (a.shape, a.dtype) == (np.shape(b), np.asarray(b).dtype)
+    resumed = runner.restore(saved, lambda: runner.init(jax.random.PRNGKey(5)))
+    assert resumed.chunk == 1 and np.array_equal(resumed.key, state.key)
+    leaves = jax.tree.leaves(resumed.agent_state), jax.tree.leaves(state.agent_state)
+    for a, b in zip(*leaves, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+    fused_env = envs.make("CartPole-v1", num_envs=2)
+    fused = make(agent, fused_env, config)
+    assert fused.jittable
+    state = jax.jit(fused.init)(jax.random.PRNGKey(0))
+    assert fused.save(state) is state
+    assert fused.restore(state, lambda: pytest.fail("no fresh state needed")) is state
+    shape = fused.saved_shape(jax.random.PRNGKey(0))
+    assert jax.tree.structure(shape) == jax.tree.structure(state)
