@@ -54,3 +54,41 @@ def test_runner_state_with_dict_obs_survives_a_checkpoint(random_run, tmp_path):
     for a, b in zip(jax.tree.leaves(restored), jax.tree.leaves(state), strict=True):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
+
+
+class PythonSteppedMaskedEnv:
+    """The masked env behind the host runner's interface (``reset(seed)``, ``step(action)``
+    from Python with NumPy in and out, ``spawn``), as a Gymnasium env would be."""
+
+    def __init__(self, num_envs: int):
+        self.env = make_masked_env(num_envs=num_envs)
+        self.spec = self.env.spec
+        self._reset, self._step = jax.jit(self.env.reset), jax.jit(self.env.step)
+        self._key = jax.random.PRNGKey(0)
+
+    def reset(self, seed: int):
+        self._state, ts = self._reset(jax.random.PRNGKey(seed))
+        return jax.tree.map(np.asarray, ts)
+
+    def step(self, action):
+        self._key, key = jax.random.split(self._key)
+        self._state, ts = self._step(self._state, jax.numpy.asarray(action), key)
+        return jax.tree.map(np.asarray, ts)
+
+    def spawn(self, num_envs: int):
+        return PythonSteppedMaskedEnv(num_envs)
+
+
+def test_host_runner_carries_dict_observations():
+    from jaxrl.runners.host import make_host_runner
+
+    env = PythonSteppedMaskedEnv(3)
+    runner = make_host_runner(agents.make("random", env.spec), env, CONFIG)
+    state = runner.init(jax.random.PRNGKey(0))
+    state, metrics = runner.run_chunk(state)
+    state, metrics = runner.run_chunk(state)
+    assert metrics["episodes"].sum() > 0 and set(state.obs) == {"obs", ACTION_MASK}
+    np.testing.assert_array_equal(
+        metrics["episode_return_sum"], LENGTH * metrics["episodes"].astype(np.float32)
+    )
+    assert metrics["eval_return"][-1] == LENGTH
