@@ -139,15 +139,6 @@ class Range:
             ")" if self.high_open or self.high is None else "]"
         )
 
-    def requirement(self) -> str:
-        """What a valid value must be: ``>= 1`` or ``> 0`` for a bound on one side (as the
-        hand-written checks this replaced said it), ``in [0, 1]`` for two."""
-        if self.high is None and self.low is not None:
-            return f"{'>' if self.low_open else '>='} {self.low:g}"
-        if self.low is None and self.high is not None:
-            return f"{'<' if self.high_open else '<='} {self.high:g}"
-        return f"in {self.describe()}"
-
     def contains(self, value: float) -> bool:
         if value != value or value in (float("inf"), float("-inf")):
             return False
@@ -202,7 +193,7 @@ def check_ranges(config: Any) -> None:
         if len(values) < spec.min_len:
             raise ValueError(f"{f.name} needs at least {spec.min_len} entries, got {value!r}")
         if not all(spec.contains(float(v)) for v in values):
-            raise ValueError(f"{f.name} must be {spec.requirement()}, got {value!r}")
+            raise ValueError(f"{f.name} must be in {spec.describe()}, got {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -58,7 +58,7 @@ def test_saved_config_reproduces_itself(tmp_path):
         (dict(overrides={"agent.learning_rate": 1.0}), "unknown option 'learning_rate'"),
         (dict(overrides={"agent.lr": "fast"}), "option 'lr': expected float"),
         (dict(overrides={"model.lr": 1.0}), "--agent.KEY, --env.KEY or --run.KEY"),
-        (dict(overrides={"run.steps": 0}), "steps must be >= 1"),
+        (dict(overrides={"run.steps": 0}), "steps must be in [1, inf), got 0"),
         (dict(config_file="/nonexistent/config.yaml"), "does not exist"),
     ],
 )

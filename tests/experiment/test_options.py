@@ -41,7 +41,7 @@ def test_a_new_default_keeps_the_parents_range():
     assert declared_range(DDPGConfig, "learning_starts") == declared_range(
         OffPolicyConfig, "learning_starts"
     )
-    with pytest.raises(ValueError, match="learning_starts must be >= 0, got -1"):
+    with pytest.raises(ValueError, match=r"learning_starts must be in \[0, inf\), got -1"):
         DDPGConfig(learning_starts=-1)
     with pytest.raises(ValueError, match=r"tau must be in \[0, 1\], got 2"):
         DDPGConfig(tau=2.0)
@@ -50,17 +50,17 @@ def test_a_new_default_keeps_the_parents_range():
 @pytest.mark.parametrize(
     "cls, overrides, message",
     [
-        (RunConfig, {"steps": 0}, "run: steps must be >= 1, got 0"),
-        (RunConfig, {"eval_every": -1}, "run: eval_every must be >= 0, got -1"),
-        (RunConfig, {"rollout_len": 0}, "run: rollout_len must be >= 1, got 0"),
-        (SACConfig, {"alpha": 0.0}, "run: alpha must be > 0, got 0.0"),
-        (SACConfig, {"num_critics": 0}, "run: num_critics must be >= 1, got 0"),
-        (TD3Config, {"policy_delay": 0}, "run: policy_delay must be >= 1, got 0"),
-        (TD3Config, {"noise_clip": -0.5}, "run: noise_clip must be >= 0, got -0.5"),
+        (RunConfig, {"steps": 0}, "run: steps must be in [1, inf), got 0"),
+        (RunConfig, {"eval_every": -1}, "run: eval_every must be in [0, inf), got -1"),
+        (RunConfig, {"rollout_len": 0}, "run: rollout_len must be in [1, inf), got 0"),
+        (SACConfig, {"alpha": 0.0}, "run: alpha must be in (0, inf), got 0.0"),
+        (SACConfig, {"num_critics": 0}, "run: num_critics must be in [1, inf), got 0"),
+        (TD3Config, {"policy_delay": 0}, "run: policy_delay must be in [1, inf), got 0"),
+        (TD3Config, {"noise_clip": -0.5}, "run: noise_clip must be in [0, inf), got -0.5"),
         (TD3Config, {"hidden_sizes": []}, "run: hidden_sizes needs at least 1 entries, got ()"),
         (OffPolicyConfig, {"gamma": 1.5}, "run: gamma must be in [0, 1], got 1.5"),
-        (OffPolicyConfig, {"noise_sigma": [0.1, -1]}, "run: noise_sigma must be >= 0"),
-        (OffPolicyConfig, {"max_grad_norm": 0}, "run: max_grad_norm must be > 0, got 0.0"),
+        (OffPolicyConfig, {"noise_sigma": [0.1, -1]}, "run: noise_sigma must be in [0, inf)"),
+        (OffPolicyConfig, {"max_grad_norm": 0}, "run: max_grad_norm must be in (0, inf), got 0.0"),
     ],
 )
 def test_out_of_range_is_one_line(cls, overrides, message):
