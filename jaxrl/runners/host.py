@@ -59,6 +59,50 @@ def _seed(key: jax.Array) -> int:
     return int(jax.random.randint(key, (), 0, 2**31 - 1))
 
 
+def _compile(
+    agent: Agent, spec: Any, eval_num_envs: int, T: int, agent_state: Any, key: jax.Array
+) -> dict[str, Any]:
+    """``act`` (``explore`` True for ``spec.num_envs`` envs, False for ``eval_num_envs``)
+    and ``update`` (a rollout ``[T, num_envs]``, the agent state donated), each jitted
+    with the key split inside and compiled ahead of time for these shapes."""
+    num_envs = spec.num_envs
+
+    def act_fn(agent_state, obs, carry, key, explore):
+        key, act_key = jax.random.split(key)
+        action, carry, extras = agent.act(agent_state, obs, carry, act_key, explore)
+        return action, carry, extras, key
+
+    def update_fn(agent_state, rollout, key):
+        key, update_key = jax.random.split(key)
+        agent_state, metrics = agent.update(agent_state, rollout, update_key)
+        return agent_state, {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}, key
+
+    compiled = {}
+    obs = batched_spec(spec.obs_spec, num_envs)
+    eval_obs = batched_spec(spec.obs_spec, eval_num_envs)
+    carry = jax.eval_shape(lambda: agent.init_carry(num_envs))
+    eval_carry = jax.eval_shape(lambda: agent.init_carry(eval_num_envs))
+    act = jax.jit(act_fn, static_argnums=4)
+    compiled["act"] = act.lower(agent_state, obs, carry, key, True).compile()
+    compiled["eval_act"] = act.lower(agent_state, eval_obs, eval_carry, key, False).compile()
+    action, _, extras, _ = jax.eval_shape(
+        lambda s, o, c, k: act_fn(s, o, c, k, True), agent_state, obs, carry, key
+    )
+    step = lambda x: jax.ShapeDtypeStruct((T, *x.shape), x.dtype)
+    rollout = Transition(
+        obs=jax.tree.map(step, obs),
+        action=step(action),
+        reward=jax.ShapeDtypeStruct((T, num_envs), jnp.float32),
+        next_obs=jax.tree.map(step, obs),
+        terminated=jax.ShapeDtypeStruct((T, num_envs), jnp.bool_),
+        truncated=jax.ShapeDtypeStruct((T, num_envs), jnp.bool_),
+        extras=jax.tree.map(step, extras),
+    )
+    update = jax.jit(update_fn, donate_argnums=0)
+    compiled["update"] = update.lower(agent_state, rollout, key).compile()
+    return compiled
+
+
 def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = None) -> Runner:
     """Builds the Python training loop for a host env (``envs.gymnasium.HostEnv``).
 
@@ -78,44 +122,12 @@ def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = 
     layout = ChunkLayout.of(config, num_envs)
     iterations_per_chunk = layout.iterations_per_chunk
 
-    def act_fn(agent_state, obs, carry, key, explore):
-        key, act_key = jax.random.split(key)
-        action, carry, extras = agent.act(agent_state, obs, carry, act_key, explore)
-        return action, carry, extras, key
-
     reset_fn = jax.jit(reset_carry)
-
-    def update_fn(agent_state, rollout, key):
-        key, update_key = jax.random.split(key)
-        agent_state, metrics = agent.update(agent_state, rollout, update_key)
-        return agent_state, {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}, key
-
     initial_carry = agent.init_carry(num_envs)
     compiled: dict[str, Any] = {}
 
     def compile_all(agent_state: Any, key: jax.Array) -> None:
-        obs = batched_spec(spec.obs_spec, num_envs)
-        eval_obs = batched_spec(spec.obs_spec, eval_env.spec.num_envs)
-        carry = jax.eval_shape(lambda: initial_carry)
-        eval_carry = jax.eval_shape(lambda: agent.init_carry(eval_env.spec.num_envs))
-        act = jax.jit(act_fn, static_argnums=4)
-        compiled["act"] = act.lower(agent_state, obs, carry, key, True).compile()
-        compiled["eval_act"] = act.lower(agent_state, eval_obs, eval_carry, key, False).compile()
-        action, _, extras, _ = jax.eval_shape(
-            lambda s, o, c, k: act_fn(s, o, c, k, True), agent_state, obs, carry, key
-        )
-        step = lambda x: jax.ShapeDtypeStruct((T, *x.shape), x.dtype)
-        rollout = Transition(
-            obs=jax.tree.map(step, obs),
-            action=step(action),
-            reward=jax.ShapeDtypeStruct((T, num_envs), jnp.float32),
-            next_obs=jax.tree.map(step, obs),
-            terminated=jax.ShapeDtypeStruct((T, num_envs), jnp.bool_),
-            truncated=jax.ShapeDtypeStruct((T, num_envs), jnp.bool_),
-            extras=jax.tree.map(step, extras),
-        )
-        update = jax.jit(update_fn, donate_argnums=0)
-        compiled["update"] = update.lower(agent_state, rollout, key).compile()
+        compiled.update(_compile(agent, spec, eval_env.spec.num_envs, T, agent_state, key))
 
     def init(key: jax.Array, hparams: Any = None) -> HostRunnerState:
         key, agent_key, env_key = jax.random.split(key, 3)
