@@ -95,13 +95,15 @@ def record(agent, agent_state, cfg, key, path: str) -> int:
         raise ConfigError("--video needs imageio: pip install 'jaxrl[video]'") from None
     env = envs.make(name, num_envs=1, **env_kwargs(cfg))
     reset, step = jax.jit(env.reset), jax.jit(env.step)
-    act = jax.jit(lambda s, obs, k: agent.act(s, obs, k, False)[0])
+    act = jax.jit(lambda s, obs, c, k: agent.act(s, obs, c, k, False)[:2])
     key, reset_key = jax.random.split(key)
     env_state, ts = reset(reset_key)
+    carry = agent.init_carry(1)
     frames = [render(name, np.asarray(env_state.core)[0])]
     for _ in range(env.spec.max_episode_steps):
         key, act_key, step_key = jax.random.split(key, 3)
-        env_state, ts = step(env_state, act(agent_state, ts.obs, act_key), step_key)
+        action, carry = act(agent_state, ts.obs, carry, act_key)
+        env_state, ts = step(env_state, action, step_key)
         if bool(ts.terminated[0] | ts.truncated[0]):
             break  # the env has already reset: the episode's frames are complete
         frames.append(render(name, np.asarray(env_state.core)[0]))

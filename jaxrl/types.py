@@ -4,9 +4,36 @@
 * ``TimeStep``: what a vectorized, auto-resetting environment returns from ``reset`` and ``step``.
 * ``Env``: a NamedTuple of pure functions ``reset`` and ``step`` plus its ``spec``.
 * ``Transition``: one step of experience, batched with leading axes ``[T, num_envs]``.
-* ``Agent``: a NamedTuple of pure functions ``init``, ``act`` and ``update``.
+* ``Agent``: a NamedTuple of pure functions ``init``, ``act``, ``update`` and ``init_carry``.
 * ``ConfigError``: a user's mistake (unknown name, bad override, mismatch). The CLI turns it
   into one line on stderr and exit code 2.
+
+Contracts v2 (what every later capability builds on):
+
+* **Observations are pytrees.** An observation is either one array (``EnvSpec.obs_shape``,
+  ``obs_dtype``), or, when the spec declares ``obs_extras``, a dict
+  ``{"obs": main array, name: array, ...}`` with one entry per ``ArraySpec`` in
+  ``obs_extras``. Networks see the main array (``main_obs``); the rest is for the agent.
+  Every observation has a leading ``[num_envs]`` axis on every leaf; the pytree flows
+  unchanged through ``TimeStep``, ``Transition``, every replay buffer, the runners,
+  sweeps and checkpoints (``EnvSpec.obs_spec`` gives its shapes and dtypes).
+* **One legal-action mask key.** ``obs["action_mask"]`` (``ACTION_MASK``), bool
+  ``[N, num_actions]``, True where an action is legal. Every discrete-action agent never
+  picks an illegal action (greedy, epsilon-greedy, noisy or sampled) and bootstraps only
+  from legal actions of ``next_obs`` (``action_mask``, ``masked_argmax``).
+* **A per-env carry.** ``act(state, obs, carry, key, explore) -> (action, carry, extras)``:
+  anything an agent keeps between steps of one episode (recurrent state, OU noise) is a
+  pytree with a leading ``[num_envs]`` axis, created by ``init_carry(num_envs)`` and reset
+  by the runner to that initial value where an episode ended (``reset_carry``). A
+  stateless agent's carry is ``()``. A learner that needs the carry of a rollout puts it
+  in ``extras``.
+* **Players.** An env declares ``EnvSpec.num_players`` (1 for single-agent envs) and
+  ``turn_based``. With several players, ``TimeStep.reward`` is ``[N, num_players]`` (each
+  player's reward for the step just taken); a turn-based env reports whose turn it is at
+  ``obs`` in ``info["current_player"]`` ``[N]`` int32 and takes one action ``[N]``; a
+  simultaneous-move env gives every leaf of ``obs`` a ``[N, num_players, ...]`` layout and
+  takes actions ``[N, num_players, ...]``. Stitching each player's transitions across the
+  other players' turns is the multi-agent runner's business, not the agents'.
 """
 
 from __future__ import annotations
@@ -16,6 +43,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 
 Array = jax.Array
 PRNGKey = jax.Array
@@ -62,6 +90,20 @@ class Box:
 
 
 Space = Discrete | Box
+Obs = Any  # an array [N, *obs_shape], or a dict {"obs": array, name: array, ...}
+Carry = Any  # a pytree whose leaves have a leading [num_envs] axis; () when stateless
+
+OBS = "obs"
+ACTION_MASK = "action_mask"
+
+
+@dataclasses.dataclass(frozen=True)
+class ArraySpec:
+    """Shape (without the ``num_envs`` axis) and numpy dtype name of one observation entry."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,11 +112,17 @@ class EnvSpec:
 
     Attributes:
       name: canonical environment id, e.g. ``"CartPole-v1"``.
-      obs_shape: shape of one observation (without the ``num_envs`` axis).
-      obs_dtype: numpy dtype name of observations (``"float32"``, ``"uint8"``).
+      obs_shape: shape of one main observation (without the ``num_envs`` axis): what
+        networks see.
+      obs_dtype: numpy dtype name of the main observation (``"float32"``, ``"uint8"``).
       action_space: ``Discrete`` or ``Box``.
       num_envs: number of environments stepped in lock-step.
       max_episode_steps: the time limit after which an episode is truncated.
+      obs_extras: further observation entries; when not empty, observations are dicts
+        ``{"obs": main, spec.name: ...}`` (``ACTION_MASK``: bool ``(num_actions,)``).
+      num_players: players of the game (1: a single-agent env).
+      turn_based: players move one at a time (``info["current_player"]``), else all act
+        at every step.
     """
 
     name: str
@@ -83,29 +131,90 @@ class EnvSpec:
     action_space: Space
     num_envs: int
     max_episode_steps: int
+    obs_extras: tuple[ArraySpec, ...] = ()
+    num_players: int = 1
+    turn_based: bool = False
+
+    @property
+    def obs_spec(self) -> Any:
+        """The observation's pytree of ``jax.ShapeDtypeStruct`` without the ``num_envs``
+        axis: one struct, or a dict of them keyed ``"obs"`` and each extra's name."""
+        main = jax.ShapeDtypeStruct(self.obs_shape, jnp.dtype(self.obs_dtype))
+        if not self.obs_extras:
+            return main
+        extras = {
+            e.name: jax.ShapeDtypeStruct(e.shape, jnp.dtype(e.dtype)) for e in self.obs_extras
+        }
+        return {OBS: main, **extras}
+
+    @property
+    def has_action_mask(self) -> bool:
+        return any(e.name == ACTION_MASK for e in self.obs_extras)
+
+
+def batched_spec(spec: Any, *leading: int) -> Any:
+    """``spec`` (a pytree of ``jax.ShapeDtypeStruct``, e.g. ``EnvSpec.obs_spec``) with the
+    axes ``leading`` put in front of every leaf."""
+    return jax.tree.map(lambda s: jax.ShapeDtypeStruct((*leading, *s.shape), s.dtype), spec)
+
+
+def main_obs(obs: Obs) -> Array:
+    """The array networks see: ``obs`` itself, or ``obs["obs"]`` of a dict observation."""
+    return obs[OBS] if isinstance(obs, dict) else obs
+
+
+def action_mask(obs: Obs) -> Array | None:
+    """The legal-action mask ``[..., num_actions]`` bool of ``obs``, or None if it has none."""
+    return obs.get(ACTION_MASK) if isinstance(obs, dict) else None
+
+
+def masked_argmax(values: Array, mask: Array | None) -> Array:
+    """``argmax`` over the last axis among legal actions (``mask`` True); plain argmax when
+    ``mask`` is None. ``values`` ``[..., A]`` float, ``mask`` ``[..., A]`` bool with at
+    least one legal action per row; returns int32 ``[...]``."""
+    if mask is not None:
+        values = jnp.where(mask, values, -jnp.inf)
+    return jnp.argmax(values, axis=-1).astype(jnp.int32)
+
+
+def no_carry(num_envs: int) -> Carry:
+    """The carry of an agent that keeps nothing between steps."""
+    return ()
+
+
+def reset_carry(carry: Carry, initial: Carry, done: Array) -> Carry:
+    """``carry`` with each env where ``done`` (``[N]`` bool) set back to ``initial``."""
+
+    def reset(c: Array, c0: Array) -> Array:
+        return jnp.where(done.reshape(done.shape + (1,) * (c.ndim - 1)), c0, c)
+
+    return jax.tree.map(reset, carry, initial)
 
 
 class TimeStep(NamedTuple):
     """Output of ``Env.reset`` and ``Env.step``; every field has a leading ``num_envs`` axis.
 
     Attributes:
-      obs: ``[N, *obs_shape]``; after an episode end, already the next episode's first obs.
-      reward: ``[N]`` float32, the reward of the step just taken (0 after reset).
+      obs: ``[N, *obs_shape]`` (or a dict of such, see ``EnvSpec.obs_spec``); after an
+        episode end, already the next episode's first obs.
+      reward: ``[N]`` float32, the reward of the step just taken (0 after reset);
+        ``[N, num_players]`` for a game of several players.
       terminated: ``[N]`` bool, the episode reached a terminal state (do not bootstrap).
       truncated: ``[N]`` bool, the episode was cut by a time limit (bootstrap from
         ``info["final_obs"]``). Never both true.
       info: dict with at least
-        ``final_obs`` ``[N, *obs_shape]``: the true observation after the step (equal to
-        ``obs`` unless the episode ended),
+        ``final_obs`` (same pytree as ``obs``): the true observation after the step (equal
+        to ``obs`` unless the episode ended),
         ``episode_return`` ``[N]`` float32: raw return of the episode that just ended
         (meaningful where ``terminated | truncated``),
         ``episode_length`` ``[N]`` int32: its length in agent steps;
         and optionally ``episode_done`` ``[N]`` bool: where the two above are meaningful,
         when that differs from ``terminated | truncated`` (Atari's ``episodic_life``
-        terminates at every lost life but reports the whole game's score at its end).
+        terminates at every lost life but reports the whole game's score at its end);
+        ``current_player`` ``[N]`` int32 in turn-based games.
     """
 
-    obs: Array
+    obs: Obs
     reward: Array
     terminated: Array
     truncated: Array
@@ -131,14 +240,16 @@ class Transition(NamedTuple):
     """Experience with leading axes ``[T, num_envs]`` (or ``[batch, ...]`` when sampled).
 
     ``next_obs`` is the true next observation (``TimeStep.info["final_obs"]``), so a
-    truncated step bootstraps from the real last state. ``extras`` carries what ``act``
-    returned for the learner (log-probs, values); it may be empty.
+    truncated step bootstraps from the real last state. ``obs`` and ``next_obs`` are
+    observation pytrees (a dict carries ``next_obs["action_mask"]``, the legal actions to
+    bootstrap from). ``extras`` carries what ``act`` returned for the learner (log-probs,
+    values, a recurrent agent's carry); it may be empty.
     """
 
-    obs: Array
+    obs: Obs
     action: Array
     reward: Array
-    next_obs: Array
+    next_obs: Obs
     terminated: Array
     truncated: Array
     extras: dict[str, Array]
@@ -148,12 +259,16 @@ class Agent(NamedTuple):
     """An agent as pure functions over an immutable state pytree.
 
     init:   ``(key) -> state``
-    act:    ``(state, obs [N, ...], key, explore: bool) -> (action [N, ...], extras)``;
-            ``explore`` is static (True while training, False for greedy evaluation).
+    act:    ``(state, obs [N, ...], carry, key, explore: bool) -> (action [N, ...], carry,
+            extras)``; ``explore`` is static (True while training, False for greedy
+            evaluation); ``carry`` is the per-env state kept between steps (module docstring).
     update: ``(state, rollout: Transition [T, N, ...], key) -> (state, metrics)``; metrics
             are float32 scalars, NaN where a quantity was not computed this call.
+    init_carry: ``(num_envs) -> carry``, the carry at an episode's start (``()`` for an
+            agent that keeps nothing between steps).
     """
 
     init: Callable[[PRNGKey], AgentState]
-    act: Callable[..., tuple[Array, dict[str, Array]]]
+    act: Callable[..., tuple[Array, Carry, dict[str, Array]]]
     update: Callable[[AgentState, Transition, PRNGKey], tuple[AgentState, Metrics]]
+    init_carry: Callable[[int], Carry] = no_carry

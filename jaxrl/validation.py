@@ -118,3 +118,79 @@ def config_to_dict(config: Any) -> dict[str, Any]:
         value = getattr(config, f.name)
         out[f.name] = list(value) if isinstance(value, tuple) else value
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """The valid values of one numeric option: bounds (None: unbounded), whether the bounds
+    are open, and for tuples the least number of entries. NaN is never valid, and neither
+    is an infinite value unless a bound allows it."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    min_len: int = 0
+
+    def describe(self) -> str:
+        low = "-inf" if self.low is None else f"{self.low:g}"
+        high = "inf" if self.high is None else f"{self.high:g}"
+        return f"{'(' if self.low_open or self.low is None else '['}{low}, {high}" + (
+            ")" if self.high_open or self.high is None else "]"
+        )
+
+    def contains(self, value: float) -> bool:
+        if value != value or value in (float("inf"), float("-inf")):
+            return False
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        if self.high is not None and (value >= self.high if self.high_open else value > self.high):
+            return False
+        return True
+
+
+def option(
+    default: Any,
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+    min_len: int = 0,
+) -> Any:
+    """A config field with its valid range declared beside it, e.g.
+    ``lr: float = option(2.5e-4, gt=0)`` or ``gamma: float = option(0.99, ge=0, le=1)``.
+
+    ``Options.__post_init__`` checks it (for tuples, every entry, and ``min_len``); None
+    is valid wherever the annotation allows it.
+    """
+    low = gt if gt is not None else ge
+    high = lt if lt is not None else le
+    spec = Range(low, high, gt is not None, lt is not None, min_len)
+    return dataclasses.field(default=default, metadata={"range": spec})
+
+
+def check_ranges(config: Any) -> None:
+    """Raises ``ValueError`` (one line naming the field, its value and its valid range) for
+    the first field of ``config`` outside the range ``option`` declared for it."""
+    for f in dataclasses.fields(config):
+        spec = f.metadata.get("range")
+        value = getattr(config, f.name)
+        if spec is None or value is None or isinstance(value, bool | str):
+            continue
+        values = value if isinstance(value, tuple) else (value,)
+        if len(values) < spec.min_len:
+            raise ValueError(f"{f.name} needs at least {spec.min_len} entries, got {value!r}")
+        if not all(spec.contains(float(v)) for v in values):
+            raise ValueError(f"{f.name} must be in {spec.describe()}, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """Base of every config dataclass: ``__post_init__`` checks the ranges declared with
+    ``option``. A variant subclasses its parent and declares only the fields it changes
+    (a new default, a narrower range); a subclass that defines ``__post_init__`` for
+    checks across fields calls ``super().__post_init__()`` first."""
+
+    def __post_init__(self) -> None:
+        check_ranges(self)

@@ -115,7 +115,7 @@ def make_constant_agent(spec, **overrides) -> Agent:
     """A user's own agent, imported by the CLI as tests.test_train:make_constant_agent."""
     return Agent(
         init=lambda key: {"step": jnp.zeros((), jnp.int32)},
-        act=lambda s, obs, key, explore=True: (jnp.ones(obs.shape[0], jnp.int32), {}),
+        act=lambda s, obs, carry, key, explore=True: (jnp.ones(obs.shape[0], jnp.int32), carry, {}),
         update=lambda s, rollout, key: (s, {"constant": jnp.float32(1.0)}),
     )
 

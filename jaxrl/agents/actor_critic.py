@@ -22,11 +22,10 @@ Stable-Baselines3's ``gradient_steps`` with ``train_freq=1``). The learning bran
 ``lax.cond`` on the env-step counter, which only grows by constants and so stays unbatched
 (a real branch) under ``vmap`` over seeds or hyperparameters, as in ``agents/rainbow.py``.
 
-Ornstein-Uhlenbeck noise has state: ``act`` returns the new OU state in ``extras["ou_state"]``
-and ``update`` writes the last one back into the agent state, reset to zero for envs whose
-episode ended. The runner calls ``act`` with a fixed agent state for a whole rollout, so OU
-noise needs ``rollout_len`` 1 (the default of these agents' presets); ``update`` raises a
-``ConfigError`` otherwise.
+Ornstein-Uhlenbeck noise has state: it is the agent's per-env carry (``jaxrl.types``),
+``[num_envs, A]`` float32, zero at an episode's start (``init_carry``); ``act`` advances it
+by one step and the runner resets it where an episode ended, so it works with any
+``rollout_len``. The other noises are stateless (carry ``()``).
 """
 
 from __future__ import annotations
@@ -122,7 +121,6 @@ class LearnerState:
 class OffPolicyState:
     learner: LearnerState
     buffer: Any
-    noise: jax.Array  # [num_envs, A] float32 OU state (zeros for the stateless noises)
     step: jax.Array  # int32 env steps given to update
     hparams: dict[str, jax.Array]
 
@@ -257,38 +255,38 @@ def make_off_policy_agent(
         return OffPolicyState(
             learner=learner,
             buffer=buffer.init(example),
-            noise=noise_ops.ou_init((n, action_dim), None),
             step=jnp.zeros((), jnp.int32),
             hparams=hparams,
         )
 
-    def exploration(state: OffPolicyState, key: jax.Array, shape) -> tuple[jax.Array, Any]:
-        """``(noise [N, A], new OU state or None)`` of the configured kind."""
+    def init_carry(num_envs: int) -> Any:
+        """The OU state ``[num_envs, A]`` at an episode's start; ``()`` for other noises."""
+        return noise_ops.ou_init((num_envs, action_dim), None) if kind == "ou" else ()
+
+    def exploration(state: OffPolicyState, carry, key: jax.Array, shape) -> tuple[jax.Array, Any]:
+        """``(noise [N, A], new carry)`` of the configured kind."""
         h = state.hparams
         if kind == "gaussian":
-            return noise_ops.gaussian_noise(key, shape, h["noise_mu"], h["noise_sigma"]), None
+            return noise_ops.gaussian_noise(key, shape, h["noise_mu"], h["noise_sigma"]), carry
         if kind == "clipped_gaussian":
             args = (h["noise_mu"], h["noise_sigma"], h["noise_low"], h["noise_high"])
-            return noise_ops.clipped_gaussian_noise(key, shape, *args), None
+            return noise_ops.clipped_gaussian_noise(key, shape, *args), carry
         if kind == "uniform":
-            return noise_ops.uniform_noise(key, shape, h["noise_low"], h["noise_high"]), None
+            return noise_ops.uniform_noise(key, shape, h["noise_low"], h["noise_high"]), carry
         if kind == "ou":
             args = (h["noise_mu"], h["noise_sigma"], h["noise_theta"], h["noise_dt"])
-            return noise_ops.ou_step(state.noise, key, *args)
-        return jnp.zeros(shape, jnp.float32), None
+            return noise_ops.ou_step(carry, key, *args)
+        return jnp.zeros(shape, jnp.float32), carry
 
-    def act(state: OffPolicyState, obs: jax.Array, key: jax.Array, explore: bool = True):
+    def act(state: OffPolicyState, obs: jax.Array, carry, key: jax.Array, explore: bool = True):
         policy_key, noise_key, random_key = jax.random.split(key, 3)
         action = algorithm.policy(state.learner.actor_params, obs, policy_key, explore)
-        extras = {}
         if explore:
-            noise, ou_state = exploration(state, noise_key, action.shape)
+            noise, carry = exploration(state, carry, noise_key, action.shape)
             action = jnp.clip(action + noise, -1.0, 1.0)
             uniform = jax.random.uniform(random_key, action.shape, jnp.float32, -1.0, 1.0)
             action = jnp.where(state.step < cfg.learning_starts, uniform, action)
-            if ou_state is not None:
-                extras = {"ou_state": ou_state}
-        return centre + half * action, extras
+        return centre + half * action, carry, {}
 
     def learn(learner: LearnerState, buffer_state, hparams, key: jax.Array, num_steps: int):
         def step(learner, key):
@@ -302,16 +300,6 @@ def make_off_policy_agent(
 
     def update(state: OffPolicyState, rollout: Transition, key: jax.Array):
         num_steps, num_envs = rollout.reward.shape
-        noise = state.noise
-        if kind == "ou":
-            if num_steps != 1:
-                raise ConfigError(
-                    f"agent '{name}' with exploration_noise 'ou' needs run.rollout_len 1 "
-                    f"(the OU state advances once per update), got {num_steps}"
-                )
-            done = rollout.terminated[-1] | rollout.truncated[-1]
-            ou_state = rollout.extras.get("ou_state", state.noise[None])  # absent: not from act
-            noise = noise_ops.ou_reset(ou_state[-1], done)
         data = rollout._replace(action=(rollout.action - centre) / half, extras={})
         buffer_state = buffer.add(state.buffer, data)
         step = state.step + num_steps * num_envs
@@ -325,7 +313,7 @@ def make_off_policy_agent(
             jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes),
         )
         learner, metrics = jax.lax.cond(learning, do_learn, skip, *args)
-        state = state.replace(learner=learner, buffer=buffer_state, noise=noise, step=step)
+        state = state.replace(learner=learner, buffer=buffer_state, step=step)
         return state, metrics
 
-    return Agent(init=init, act=act, update=update)
+    return Agent(init=init, act=act, update=update, init_carry=init_carry)

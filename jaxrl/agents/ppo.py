@@ -240,15 +240,16 @@ def make_agent(
             ),
         )
 
-    def act(state: PPOState, obs: jax.Array, key: jax.Array, explore: bool = True):
+    def act(state: PPOState, obs: jax.Array, carry, key: jax.Array, explore: bool = True):
         dist, value = network.apply(state.params, norm_obs(state, obs))
         if discrete:
             action = D.categorical_sample(key, dist) if explore else D.categorical_mode(dist)
-            return action, {"log_prob": D.categorical_log_prob(dist, action), "value": value}
+            extras = {"log_prob": D.categorical_log_prob(dist, action), "value": value}
+            return action, carry, extras
         mean, log_std = dist
         raw = D.gaussian_sample(key, mean, log_std) if explore else mean
         extras = {"log_prob": D.gaussian_log_prob(mean, log_std, raw), "value": value}
-        return jnp.clip(raw, low, high), {**extras, "raw_action": raw}
+        return jnp.clip(raw, low, high), carry, {**extras, "raw_action": raw}
 
     def loss_fn(params, hparams: PPOHparams, mb: RolloutBatch):
         dist, value = network.apply(params, mb.obs)

@@ -291,10 +291,10 @@ def make_agent(spec: EnvSpec, cfg: RainbowConfig, name: str = "rainbow") -> Agen
         """``n`` keys for noisy forward passes; no PRNG work when the nets are not noisy."""
         return list(jax.random.split(key, n)) if cfg.noisy else [None] * n
 
-    def act(state: RainbowState, obs: jax.Array, key: jax.Array, explore: bool = True):
+    def act(state: RainbowState, obs: jax.Array, carry, key: jax.Array, explore: bool = True):
         noise_key, key = jax.random.split(key) if cfg.noisy else (None, key)
         q = q_values(apply(state.params, obs, noise_key, deterministic=not explore))
-        return epsilon_greedy(key, q, epsilon(state, explore)), {}
+        return epsilon_greedy(key, q, epsilon(state, explore)), carry, {}
 
     def targets(state: RainbowState, params, batch: Transition, keys):
         """The target side of the loss: ``[B, K]`` projected target probabilities

@@ -14,7 +14,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl.types import Agent, Box, EnvSpec, Transition
+from jaxrl.types import Agent, Box, EnvSpec, Obs, Transition, action_mask, main_obs
 from jaxrl.validation import build_config
 
 
@@ -37,16 +37,20 @@ def make_random(spec: EnvSpec, **overrides: Any) -> Agent:
         del key
         return RandomState(step=jnp.zeros((), jnp.int32))
 
-    def act(state: RandomState, obs: jax.Array, key: jax.Array, explore: bool = True):
+    def act(state: RandomState, obs: Obs, carry, key: jax.Array, explore: bool = True):
         del state, explore
-        n = obs.shape[0]
+        n = main_obs(obs).shape[0]
+        mask = action_mask(obs)
         if isinstance(space, Box):
             low = jnp.asarray(space.low, jnp.float32).reshape(space.shape)
             high = jnp.asarray(space.high, jnp.float32).reshape(space.shape)
             action = jax.random.uniform(key, (n, *space.shape), minval=low, maxval=high)
+        elif mask is not None:  # uniform over the legal actions
+            logits = jnp.where(mask, 0.0, -jnp.inf)
+            action = jax.random.categorical(key, logits).astype(jnp.int32)
         else:
             action = jax.random.randint(key, (n,), 0, space.n, dtype=jnp.int32)
-        return action, {}
+        return action, carry, {}
 
     def update(state: RandomState, rollout: Transition, key: jax.Array):
         del key

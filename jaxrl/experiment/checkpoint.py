@@ -208,8 +208,9 @@ def restore(run_dir: str | Path, step: int | None = None) -> tuple[Agent, Any, d
 
     ``agent`` is rebuilt from the run's ``config.yaml``; ``agent_state`` is the agent's
     state at checkpoint ``step`` (default: the newest), ready for
-    ``agent.act(agent_state, obs, key, False)``. For a run of several seeds or sweep points
-    every leaf of ``agent_state`` has a leading member axis (``launch.yaml`` lists them).
+    ``agent.act(agent_state, obs, agent.init_carry(num_envs), key, False)``. For a run of
+    several seeds or sweep points every leaf of ``agent_state`` has a leading member axis
+    (``launch.yaml`` lists them).
     Raises ``ConfigError`` (one line) for a missing or corrupt run or checkpoint.
     """
     from jaxrl.experiment.run import build

@@ -32,7 +32,7 @@ from jaxrl.runners import Runner, RunnerState
 from jaxrl.types import ConfigError
 
 AXIS = "members"
-STATE_AXES = RunnerState(agent_state=0, env_state=0, obs=0, key=0, chunk=None)
+STATE_AXES = RunnerState(agent_state=0, env_state=0, obs=0, carry=0, key=0, chunk=None)
 
 
 def parse_sweep(specs: Sequence[str]) -> dict[str, list[float]]:

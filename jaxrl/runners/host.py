@@ -30,16 +30,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.runners.scan import RunConfig, Runner
-from jaxrl.types import Agent, Transition
+from jaxrl.types import Agent, Transition, batched_spec, reset_carry
 
 
 @dataclasses.dataclass
 class HostRunnerState:
-    """agent_state on the device; ``obs`` ``[N, ...]`` NumPy; ``key`` a PRNG key; ``chunk``
-    the number of chunks done."""
+    """agent_state on the device; ``obs`` ``[N, ...]`` NumPy (or a dict of such); ``carry``
+    the agent's per-env carry (on the device); ``key`` a PRNG key; ``chunk`` the number of
+    chunks done."""
 
     agent_state: Any
-    obs: np.ndarray
+    obs: Any
+    carry: Any
     key: jax.Array
     chunk: int
 
@@ -71,38 +73,41 @@ def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = 
     num_chunks = math.ceil(config.steps / steps_per_chunk)
     eval_every_chunks = max(1, round(config.eval_every / steps_per_chunk))
 
-    def act_fn(agent_state, obs, key, explore):
+    def act_fn(agent_state, obs, carry, key, explore):
         key, act_key = jax.random.split(key)
-        action, extras = agent.act(agent_state, obs, act_key, explore)
-        return action, extras, key
+        action, carry, extras = agent.act(agent_state, obs, carry, act_key, explore)
+        return action, carry, extras, key
+
+    reset_fn = jax.jit(reset_carry)
 
     def update_fn(agent_state, rollout, key):
         key, update_key = jax.random.split(key)
         agent_state, metrics = agent.update(agent_state, rollout, update_key)
         return agent_state, {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}, key
 
+    initial_carry = agent.init_carry(num_envs)
     compiled: dict[str, Any] = {}
 
     def compile_all(agent_state: Any, key: jax.Array) -> None:
-        obs = jax.ShapeDtypeStruct((num_envs, *spec.obs_shape), jnp.dtype(spec.obs_dtype))
-        eval_obs = jax.ShapeDtypeStruct(
-            (eval_env.spec.num_envs, *spec.obs_shape), jnp.dtype(spec.obs_dtype)
+        obs = batched_spec(spec.obs_spec, num_envs)
+        eval_obs = batched_spec(spec.obs_spec, eval_env.spec.num_envs)
+        carry = jax.eval_shape(lambda: initial_carry)
+        eval_carry = jax.eval_shape(lambda: agent.init_carry(eval_env.spec.num_envs))
+        act = jax.jit(act_fn, static_argnums=4)
+        compiled["act"] = act.lower(agent_state, obs, carry, key, True).compile()
+        compiled["eval_act"] = act.lower(agent_state, eval_obs, eval_carry, key, False).compile()
+        action, _, extras, _ = jax.eval_shape(
+            lambda s, o, c, k: act_fn(s, o, c, k, True), agent_state, obs, carry, key
         )
-        act = jax.jit(act_fn, static_argnums=3)
-        compiled["act"] = act.lower(agent_state, obs, key, True).compile()
-        compiled["eval_act"] = act.lower(agent_state, eval_obs, key, False).compile()
-        action, extras, _ = jax.eval_shape(
-            lambda s, o, k: act_fn(s, o, k, True), agent_state, obs, key
-        )
-        step = lambda shape, dtype: jax.ShapeDtypeStruct((T, *shape), dtype)
+        step = lambda x: jax.ShapeDtypeStruct((T, *x.shape), x.dtype)
         rollout = Transition(
-            obs=step(obs.shape, obs.dtype),
-            action=step(action.shape, action.dtype),
-            reward=step((num_envs,), jnp.float32),
-            next_obs=step(obs.shape, obs.dtype),
-            terminated=step((num_envs,), jnp.bool_),
-            truncated=step((num_envs,), jnp.bool_),
-            extras=jax.tree.map(lambda x: step(x.shape, x.dtype), extras),
+            obs=jax.tree.map(step, obs),
+            action=step(action),
+            reward=jax.ShapeDtypeStruct((T, num_envs), jnp.float32),
+            next_obs=jax.tree.map(step, obs),
+            terminated=jax.ShapeDtypeStruct((T, num_envs), jnp.bool_),
+            truncated=jax.ShapeDtypeStruct((T, num_envs), jnp.bool_),
+            extras=jax.tree.map(step, extras),
         )
         update = jax.jit(update_fn, donate_argnums=0)
         compiled["update"] = update.lower(agent_state, rollout, key).compile()
@@ -117,7 +122,7 @@ def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = 
         if not compiled:
             compile_all(agent_state, key)
         timestep = env.reset(_seed(env_key))
-        return HostRunnerState(agent_state, timestep.obs, key, 0)
+        return HostRunnerState(agent_state, timestep.obs, initial_carry, key, 0)
 
     def evaluate(agent_state: Any, key: jax.Array) -> np.ndarray:
         if not compiled:
@@ -125,20 +130,23 @@ def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = 
         key, reset_key = jax.random.split(key)
         obs = eval_env.reset(_seed(reset_key)).obs
         n = eval_env.spec.num_envs
+        carry = eval_initial_carry = agent.init_carry(n)
         finished, returns = np.zeros(n, bool), np.zeros(n, np.float32)
         for _ in range(eval_env.spec.max_episode_steps):
             if finished.all():
                 break
-            action, _, key = compiled["eval_act"](agent_state, obs, key)
+            action, carry, _, key = compiled["eval_act"](agent_state, obs, carry, key)
             ts = eval_env.step(jax.device_get(action))
             done = ts.terminated | ts.truncated
+            if jax.tree.leaves(carry):
+                carry = reset_fn(carry, eval_initial_carry, done)
             returns = np.where(done & ~finished, ts.info["episode_return"], returns)
             finished |= done
             obs = ts.obs
         return returns
 
     def run_chunk(state: HostRunnerState) -> tuple[HostRunnerState, dict[str, Any]]:
-        agent_state, obs, key = state.agent_state, state.obs, state.key
+        agent_state, obs, carry, key = state.agent_state, state.obs, state.carry, state.key
         stats = {
             "episodes": np.zeros(iterations_per_chunk, np.int32),
             "episode_return_sum": np.zeros(iterations_per_chunk, np.float32),
@@ -148,10 +156,12 @@ def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = 
         for i in range(iterations_per_chunk):
             steps, step_extras = [], []
             for _ in range(T):
-                action, extras, key = compiled["act"](agent_state, obs, key)
+                action, carry, extras, key = compiled["act"](agent_state, obs, carry, key)
                 action_np, extras_np = jax.device_get((action, extras))
                 ts = env.step(action_np)
                 done = ts.terminated | ts.truncated
+                if jax.tree.leaves(carry):
+                    carry = reset_fn(carry, initial_carry, done)
                 steps.append(
                     (obs, action_np, ts.reward, ts.info["final_obs"], ts.terminated, ts.truncated)
                 )
@@ -161,7 +171,7 @@ def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = 
                 stats["episode_length_sum"][i] += ts.info["episode_length"][done].sum()
                 obs = ts.obs
             rollout = Transition(
-                *(np.stack(x) for x in zip(*steps, strict=True)),
+                *(jax.tree.map(lambda *x: np.stack(x), *f) for f in zip(*steps, strict=True)),
                 extras=jax.tree.map(lambda *x: np.stack(x), *step_extras),
             )
             agent_state, metrics, key = compiled["update"](agent_state, rollout, key)
@@ -177,7 +187,7 @@ def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = 
         key, eval_key = jax.random.split(key)
         if config.eval_every > 0 and chunk % eval_every_chunks == 0:
             metrics["eval_return"][-1] = evaluate(agent_state, eval_key).mean()
-        return HostRunnerState(agent_state, obs, key, chunk), metrics
+        return HostRunnerState(agent_state, obs, carry, key, chunk), metrics
 
     return Runner(
         init=init,

@@ -11,6 +11,10 @@ jitted, and vmapped over seeds (and hyperparameters); the host driver in
 Schedule decisions (whether to evaluate) come from the chunk counter, which only grows by
 constants and so stays unbatched under ``vmap``: the evaluation ``lax.cond`` is a real branch.
 
+The agent's per-env carry (``Agent.init_carry``: recurrent state, OU noise) lives in the
+``RunnerState`` beside the observations; after every env step it is reset to its initial
+value where an episode ended (``terminated | truncated``), in training and in evaluation.
+
 Warm-up collection is the agent's business: an off-policy agent's ``update`` only stores
 experience until ``learning_starts`` env steps have been seen (see ``agents/dqn.py``).
 """
@@ -26,7 +30,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl.types import Agent, Env, TimeStep, Transition
+from jaxrl.types import Agent, Env, TimeStep, Transition, reset_carry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +67,8 @@ class RunConfig:
 class RunnerState:
     agent_state: Any
     env_state: Any
-    obs: jax.Array
+    obs: Any  # the observation pytree [num_envs, ...]
+    carry: Any  # the agent's per-env carry
     key: jax.Array
     chunk: jax.Array  # int32 chunks completed; unbatched under vmap
 
@@ -101,32 +106,36 @@ def make_evaluate(agent: Agent, env: Env) -> Callable[[Any, jax.Array], jax.Arra
     """
     num_envs = env.spec.num_envs
 
+    initial_carry = agent.init_carry(num_envs)
+
     def evaluate(agent_state: Any, key: jax.Array) -> jax.Array:
         key, reset_key = jax.random.split(key)
         env_state, timestep = env.reset(reset_key)
 
-        def cond(carry):
-            _, _, _, finished, _, t = carry
+        def cond(loop):
+            _, _, _, _, finished, _, t = loop
             return (~finished.all()) & (t < env.spec.max_episode_steps)
 
-        def body(carry):
-            env_state, obs, key, finished, returns, t = carry
+        def body(loop):
+            env_state, obs, carry, key, finished, returns, t = loop
             key, act_key, step_key = jax.random.split(key, 3)
-            action, _ = agent.act(agent_state, obs, act_key, False)
+            action, carry, _ = agent.act(agent_state, obs, carry, act_key, False)
             env_state, ts = env.step(env_state, action, step_key)
+            carry = reset_carry(carry, initial_carry, ts.terminated | ts.truncated)
             done = episode_done(ts)
             returns = jnp.where(done & ~finished, ts.info["episode_return"], returns)
-            return env_state, ts.obs, key, finished | done, returns, t + 1
+            return env_state, ts.obs, carry, key, finished | done, returns, t + 1
 
-        carry = (
+        loop = (
             env_state,
             timestep.obs,
+            initial_carry,
             key,
             jnp.zeros(num_envs, bool),
             jnp.zeros(num_envs, jnp.float32),
             jnp.zeros((), jnp.int32),
         )
-        return jax.lax.while_loop(cond, body, carry)[4]
+        return jax.lax.while_loop(cond, body, loop)[5]
 
     return evaluate
 
@@ -141,6 +150,7 @@ def make_runner(agent: Agent, env: Env, config: RunConfig, eval_env: Env | None 
     num_chunks = math.ceil(config.steps / steps_per_chunk)
     eval_every_chunks = max(1, round(config.eval_every / steps_per_chunk))
     evaluate = make_evaluate(agent, eval_env or env)
+    initial_carry = agent.init_carry(num_envs)
 
     def init(key: jax.Array, hparams: Any = None) -> RunnerState:
         key, agent_key, env_key = jax.random.split(key, 3)
@@ -148,36 +158,40 @@ def make_runner(agent: Agent, env: Env, config: RunConfig, eval_env: Env | None 
         if hparams is not None:
             agent_state = agent_state.replace(hparams=hparams)
         env_state, timestep = env.reset(env_key)
-        return RunnerState(agent_state, env_state, timestep.obs, key, jnp.zeros((), jnp.int32))
+        return RunnerState(
+            agent_state, env_state, timestep.obs, initial_carry, key, jnp.zeros((), jnp.int32)
+        )
 
-    def env_step(carry, key):
-        agent_state, env_state, obs = carry
+    def env_step(loop, key):
+        agent_state, env_state, obs, carry = loop
         act_key, step_key = jax.random.split(key)
-        action, extras = agent.act(agent_state, obs, act_key, True)
+        action, carry, extras = agent.act(agent_state, obs, carry, act_key, True)
         env_state, ts = env.step(env_state, action, step_key)
         transition = Transition(
             obs, action, ts.reward, ts.info["final_obs"], ts.terminated, ts.truncated, extras
         )
+        carry = reset_carry(carry, initial_carry, ts.terminated | ts.truncated)
         done = episode_done(ts)
         stats = {
             "episodes": done.sum(),
             "episode_return_sum": jnp.where(done, ts.info["episode_return"], 0.0).sum(),
             "episode_length_sum": jnp.where(done, ts.info["episode_length"], 0).sum(),
         }
-        return (agent_state, env_state, ts.obs), (transition, stats)
+        return (agent_state, env_state, ts.obs, carry), (transition, stats)
 
     def iteration(state: RunnerState, _):
         key, rollout_key, update_key = jax.random.split(state.key, 3)
         keys = jax.random.split(rollout_key, config.rollout_len)
-        (_, env_state, obs), (rollout, stats) = jax.lax.scan(
-            env_step, (state.agent_state, state.env_state, state.obs), keys
+        (_, env_state, obs, carry), (rollout, stats) = jax.lax.scan(
+            env_step, (state.agent_state, state.env_state, state.obs, state.carry), keys
         )
         agent_state, agent_metrics = agent.update(state.agent_state, rollout, update_key)
         metrics = {k: v.sum() for k, v in stats.items()}
         metrics.update({k: jnp.asarray(v, jnp.float32) for k, v in agent_metrics.items()})
-        return state.replace(agent_state=agent_state, env_state=env_state, obs=obs, key=key), (
-            metrics
+        state = state.replace(
+            agent_state=agent_state, env_state=env_state, obs=obs, carry=carry, key=key
         )
+        return state, metrics
 
     def run_chunk(state: RunnerState) -> tuple[RunnerState, dict[str, jax.Array]]:
         state, metrics = jax.lax.scan(iteration, state, None, length=iterations_per_chunk)

@@ -39,17 +39,17 @@ def policy_action(agent_name, state):
 def test_warm_up_is_uniform_in_the_box_then_the_policy():
     agent = agents.make("td3", SPEC, **TINY, learning_starts=5, exploration_noise="none")
     state = agent.init(jax.random.PRNGKey(0))
-    act = jax.jit(agent.act, static_argnums=3)
+    act = jax.jit(agent.act, static_argnums=4)
     keys = jax.random.split(jax.random.PRNGKey(1), 2000)
-    warm = np.asarray(jax.vmap(lambda k: act(state, OBS, k, True)[0])(keys))
+    warm = np.asarray(jax.vmap(lambda k: act(state, OBS, (), k, True)[0])(keys))
     want = CENTRE + HALF * np.asarray(policy_action("td3", state))
     assert (warm >= LOW).all() and (warm <= HIGH).all()
     np.testing.assert_allclose(warm.reshape(-1, 2).mean(0), CENTRE, atol=0.1)
     np.testing.assert_allclose(warm.reshape(-1, 2).std(0), HALF / np.sqrt(3), rtol=0.05)
     # Greedy actions never warm up; after learning_starts exploring acts by the policy.
-    np.testing.assert_allclose(act(state, OBS, keys[0], False)[0], want, rtol=1e-6)
+    np.testing.assert_allclose(act(state, OBS, (), keys[0], False)[0], want, rtol=1e-6)
     later = state.replace(step=jnp.asarray(5, jnp.int32))
-    np.testing.assert_allclose(act(later, OBS, keys[0], True)[0], want, rtol=1e-6)
+    np.testing.assert_allclose(act(later, OBS, (), keys[0], True)[0], want, rtol=1e-6)
 
 
 def test_gaussian_noise_is_added_in_normalized_units_per_dimension():
@@ -57,7 +57,7 @@ def test_gaussian_noise_is_added_in_normalized_units_per_dimension():
     agent = agents.make("td3", SPEC, **TINY, learning_starts=0, noise_sigma=sigma)
     state = agent.init(jax.random.PRNGKey(0))
     key = jax.random.PRNGKey(7)
-    action, extras = agent.act(state, OBS, key, True)
+    action, _, extras = agent.act(state, OBS, (), key, True)
     noise_key = jax.random.split(key, 3)[1]
     eps = np.asarray(jax.random.normal(noise_key, (2, 2)))
     pi = np.asarray(policy_action("td3", state))
@@ -84,25 +84,20 @@ def test_update_stores_normalized_actions_and_gates_learning():
     assert all(np.isfinite(float(v)) for v in metrics.values())
 
 
-def test_ou_state_is_carried_through_extras_and_reset_at_episode_end():
+def test_ou_state_is_the_carry():
     opts = dict(exploration_noise="ou", noise_sigma=(0.3, 0.5), noise_theta=0.2, noise_dt=0.1)
     agent = agents.make("ddpg", SPEC, **TINY, learning_starts=100, **opts)
     state = agent.init(jax.random.PRNGKey(0))
-    state = state.replace(noise=jnp.array([[0.5, -0.5], [1.0, 2.0]]))
+    np.testing.assert_array_equal(agent.init_carry(3), np.zeros((3, 2), np.float32))
+    carry = jnp.array([[0.5, -0.5], [1.0, 2.0]])
     key = jax.random.PRNGKey(3)
-    _, extras = agent.act(state, OBS, key, True)
-    want, _ = ou_step(
-        state.noise, jax.random.split(key, 3)[1], 0.0, jnp.array([0.3, 0.5]), 0.2, 0.1
-    )
-    np.testing.assert_allclose(extras["ou_state"], want, rtol=1e-6)
-    data = rollout(np.random.default_rng(1), done=np.array([[True, False]]))
-    data = data._replace(extras={"ou_state": extras["ou_state"][None]})
-    new, _ = agent.update(state, data, jax.random.PRNGKey(4))
-    np.testing.assert_allclose(new.noise[0], 0.0)
-    np.testing.assert_allclose(new.noise[1], want[1], rtol=1e-6)
-    long = jax.tree.map(lambda x: jnp.concatenate([x, x]), data)
-    with pytest.raises(ConfigError, match="rollout_len 1"):
-        agent.update(state, long, jax.random.PRNGKey(4))
+    _, new_carry, extras = agent.act(state, OBS, carry, key, True)
+    want, _ = ou_step(carry, jax.random.split(key, 3)[1], 0.0, jnp.array([0.3, 0.5]), 0.2, 0.1)
+    np.testing.assert_allclose(new_carry, want, rtol=1e-6)
+    assert extras == {}
+    # Greedy acting leaves the noise alone; the stateless noises carry nothing.
+    np.testing.assert_array_equal(agent.act(state, OBS, carry, key, False)[1], carry)
+    assert agents.make("td3", SPEC, **TINY).init_carry(2) == ()
 
 
 @pytest.mark.parametrize("name", ["sac", "td3", "ddpg"])

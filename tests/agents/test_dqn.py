@@ -117,15 +117,15 @@ def test_act_greedy_and_epsilon_schedule():
     state = agent.init(jax.random.PRNGKey(0))
     obs = jnp.asarray(np.random.default_rng(3).normal(size=(512, 4)), jnp.float32)
     greedy = np.argmax(np.asarray(make_q_network(spec(), (8,), False).apply(state.params, obs)), 1)
-    act = jax.jit(agent.act, static_argnums=3)
+    act = jax.jit(agent.act, static_argnums=4)
     np.testing.assert_array_equal(
-        np.asarray(act(state, obs, jax.random.PRNGKey(1), False)[0]), greedy
+        np.asarray(act(state, obs, (), jax.random.PRNGKey(1), False)[0]), greedy
     )
-    explore = np.asarray(act(state, obs, jax.random.PRNGKey(1), True)[0])
+    explore = np.asarray(act(state, obs, (), jax.random.PRNGKey(1), True)[0])
     assert 0.35 < (explore != greedy).mean() < 0.65  # epsilon 1 at step 0: half differ
     decayed = state.replace(step=jnp.int32(100))
     np.testing.assert_array_equal(
-        np.asarray(act(decayed, obs, jax.random.PRNGKey(2), True)[0]), greedy
+        np.asarray(act(decayed, obs, (), jax.random.PRNGKey(2), True)[0]), greedy
     )
 
 

@@ -24,7 +24,7 @@ def rollout(agent, state, env, key, T=8):
         def step(carry, k):
             env_state, obs = carry
             k1, k2 = jax.random.split(k)
-            action, extras = agent.act(state, obs, k1, True)
+            action, _, extras = agent.act(state, obs, (), k1, True)
             env_state, ts = env.step(env_state, action, k2)
             tr = Transition(
                 obs, action, ts.reward, ts.info["final_obs"], ts.terminated, ts.truncated, extras
@@ -41,12 +41,12 @@ def test_discrete_act_samples_and_greedy_takes_the_argmax():
     agent = agents.make("ppo", env.spec, **TINY)
     state = agent.init(jax.random.PRNGKey(0))
     obs = jax.random.normal(jax.random.PRNGKey(1), (3, 4))
-    action, extras = agent.act(state, obs, jax.random.PRNGKey(2), True)
+    action, _, extras = agent.act(state, obs, (), jax.random.PRNGKey(2), True)
     logits, value = make_network(env.spec, agents.ppo.PPOConfig(**TINY)).apply(state.params, obs)
     logp = jax.nn.log_softmax(logits)
     np.testing.assert_allclose(extras["log_prob"], logp[jnp.arange(3), action], rtol=1e-6)
     np.testing.assert_allclose(extras["value"], value, rtol=1e-6)
-    greedy, _ = agent.act(state, obs, jax.random.PRNGKey(2), False)
+    greedy, _, _ = agent.act(state, obs, (), jax.random.PRNGKey(2), False)
     np.testing.assert_array_equal(greedy, jnp.argmax(logits, -1))
 
 
@@ -55,7 +55,7 @@ def test_continuous_actions_are_clipped_to_the_box_and_log_prob_uses_the_raw_sam
     agent = agents.make("ppo", env.spec, **TINY, log_std_init=1.0)
     state = agent.init(jax.random.PRNGKey(0))
     obs = jax.random.normal(jax.random.PRNGKey(1), (64, 3))
-    action, extras = agent.act(state, obs, jax.random.PRNGKey(2), True)
+    action, _, extras = agent.act(state, obs, (), jax.random.PRNGKey(2), True)
     raw = np.asarray(extras["raw_action"])
     assert np.abs(raw).max() > 2.0  # std e^1: some samples leave the box
     np.testing.assert_allclose(action, np.clip(raw, -2.0, 2.0))
@@ -65,7 +65,7 @@ def test_continuous_actions_are_clipped_to_the_box_and_log_prob_uses_the_raw_sam
     std = np.exp(np.asarray(log_std))
     ref = np.sum(-((raw - mean) ** 2) / (2 * std**2) - np.log(std * np.sqrt(2 * np.pi)), -1)
     np.testing.assert_allclose(extras["log_prob"], ref, rtol=1e-5)
-    greedy, _ = agent.act(state, obs, jax.random.PRNGKey(2), False)
+    greedy, _, _ = agent.act(state, obs, (), jax.random.PRNGKey(2), False)
     np.testing.assert_allclose(greedy, np.clip(mean, -2.0, 2.0))
 
 

@@ -64,8 +64,8 @@ def test_each_flag_compiles_and_learns_a_step(flag):
     new_state, metrics = update(new_state, rollout(rng, 4, 2), jax.random.PRNGKey(2))
     assert np.isfinite(float(metrics["loss"])) and int(new_state.updates) == 2
     assert changed(new_state.params, state.params)
-    action, _ = jax.jit(agent.act, static_argnums=3)(
-        new_state, jnp.zeros((2, 4)), jax.random.PRNGKey(3), True
+    action, _, _ = jax.jit(agent.act, static_argnums=4)(
+        new_state, jnp.zeros((2, 4)), (), jax.random.PRNGKey(3), True
     )
     assert action.shape == (2,) and action.dtype == jnp.int32
 
@@ -135,14 +135,14 @@ def test_noisy_acting_explores_and_evaluates_with_mean_weights():
     agent = agents.make("rainbow", spec(), **cfg)
     state = agent.init(jax.random.PRNGKey(0))
     obs = jnp.asarray(np.random.default_rng(0).normal(size=(256, 4)), jnp.float32)
-    act = jax.jit(agent.act, static_argnums=3)
+    act = jax.jit(agent.act, static_argnums=4)
     mean_q = make_network(spec(), RainbowConfig(**cfg)).apply(state.params, obs, deterministic=True)
     greedy = np.argmax(np.asarray(mean_q), axis=1)
     for key in range(3):  # evaluation: mean weights, eval_epsilon 0.001 -> nearly all greedy
         assert (
-            np.asarray(act(state, obs, jax.random.PRNGKey(key), False)[0]) == greedy
+            np.asarray(act(state, obs, (), jax.random.PRNGKey(key), False)[0]) == greedy
         ).mean() > 0.97
-    explored = [np.asarray(act(state, obs, jax.random.PRNGKey(k), True)[0]) for k in range(3)]
+    explored = [np.asarray(act(state, obs, (), jax.random.PRNGKey(k), True)[0]) for k in range(3)]
     assert all((e != greedy).any() for e in explored)  # parameter noise changes choices
     assert dataclasses.asdict(RainbowConfig())["sigma0"] == 0.5
 

@@ -156,12 +156,12 @@ def test_missing_or_corrupt_checkpoint_is_one_line_exit_2(tmp_path, straight, ca
 def test_restored_agent_acts(straight):
     agent, state, cfg = restore(straight)
     obs = jax.numpy.zeros((3, 4))
-    greedy, _ = agent.act(state, obs, jax.random.PRNGKey(0), False)
+    greedy, _, _ = agent.act(state, obs, (), jax.random.PRNGKey(0), False)
     assert greedy.shape == (3,) and cfg["agent"]["name"] == "rainbow"
     # Greedy actions do not depend on the key (eval epsilon 0 here).
     state = state.replace(hparams=state.hparams.replace(eval_epsilon=np.float32(0.0)))
-    a, _ = agent.act(state, obs, jax.random.PRNGKey(1), False)
-    b, _ = agent.act(state, obs, jax.random.PRNGKey(2), False)
+    a, _, _ = agent.act(state, obs, (), jax.random.PRNGKey(1), False)
+    b, _, _ = agent.act(state, obs, (), jax.random.PRNGKey(2), False)
     np.testing.assert_array_equal(a, b)
 
 

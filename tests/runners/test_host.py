@@ -61,9 +61,9 @@ def test_same_layout_and_metrics_as_fused_runner():
 def recording_agent(num_actions: int) -> Agent:
     """Acts by a fixed rule and reports sums over the rollout it is given."""
 
-    def act(state, obs, key, explore=True):
+    def act(state, obs, carry, key, explore=True):
         action = (obs[:, 2] > 0).astype(jnp.int32) % num_actions  # push toward the lean
-        return action, {"lean": obs[:, 2]}
+        return action, carry, {"lean": obs[:, 2]}
 
     def update(state, rollout, key):
         done = rollout.terminated | rollout.truncated

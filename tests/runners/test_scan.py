@@ -116,7 +116,11 @@ def test_vmap_over_hyperparameters():
 def constant_agent(action: int) -> Agent:
     return Agent(
         init=lambda key: {},
-        act=lambda s, obs, key, explore=True: (jnp.full(obs.shape[0], action, jnp.int32), {}),
+        act=lambda s, obs, carry, key, explore=True: (
+            jnp.full(obs.shape[0], action, jnp.int32),
+            carry,
+            {},
+        ),
         update=lambda s, rollout, key: (s, {}),
     )
 

@@ -1,0 +1,139 @@
+"""Fixed-seed fingerprints of every agent on every env family, to show that a refactor
+changes no number: ``--save DIR`` writes one ``.npz`` of metrics and final parameters per
+case; ``--compare DIR`` reruns them and prints, per case, whether every array is equal bit
+for bit (exit 1 if any differs).
+
+    python benchmarks/bit_identical.py --save /tmp/before
+    ... refactor ...
+    python benchmarks/bit_identical.py --compare /tmp/before
+
+Each case is tiny (a few hundred env steps, learning started early) so that the whole set
+runs in a few minutes on a 2-core CPU; it still passes through acting, replay (uniform,
+prioritized, compact), every loss and the evaluation loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from jaxrl import agents, envs
+from jaxrl.envs.gymnasium import HostEnv
+from jaxrl.runners import RunConfig, make_train
+from jaxrl.runners.host import make_host_runner
+
+OFF = dict(learning_starts=64, batch_size=16, buffer_size=512)
+# (case name, agent, env, env kwargs, agent overrides, run config)
+CASES = [
+    ("dqn_cartpole", "dqn", "CartPole", {}, dict(OFF, n_step=3, double=True, dueling=True), 4),
+    ("rainbow_cartpole", "rainbow", "CartPole", {}, dict(OFF), 4),
+    (
+        "rainbow_flags_off_cartpole",
+        "rainbow",
+        "CartPole",
+        {},
+        dict(OFF, noisy=False, distributional=False, prioritized=False),
+        4,
+    ),
+    ("ppo_cartpole", "ppo", "CartPole", {}, dict(num_minibatches=2, update_epochs=2), 16),
+    ("a2c_cartpole", "a2c", "CartPole", {}, {}, 5),
+    ("ppo_pendulum", "ppo", "Pendulum", {}, dict(num_minibatches=2, normalize_obs=True), 16),
+    ("sac_pendulum", "sac", "Pendulum", {}, dict(OFF), 1),
+    ("td3_pendulum", "td3", "Pendulum", {}, dict(OFF), 1),
+    ("ddpg_pendulum", "ddpg", "Pendulum", {}, dict(OFF), 1),
+    ("random_cartpole", "random", "CartPole", {}, {}, 1),
+    ("dqn_minatar", "dqn", "MinAtar-Breakout", {}, dict(OFF), 1),
+    ("rainbow_minatar", "rainbow", "MinAtar-Breakout", {}, dict(OFF), 1),
+    ("ppo_minatar", "ppo", "MinAtar-Breakout", {}, dict(num_minibatches=2), 8),
+    (
+        "rainbow_pong",
+        "rainbow",
+        "Pong",
+        dict(max_num_frames_per_episode=200, noop_max=0),
+        dict(OFF, batch_size=4, torso="minatar"),
+        1,
+    ),
+    ("sac_halfcheetah", "sac", "HalfCheetah", dict(max_episode_steps=20), dict(OFF), 1),
+    ("dqn_gym_host", "dqn", "gym:CartPole-v1", {}, dict(OFF), 4),
+    ("ppo_gym_host", "ppo", "gym:CartPole-v1", {}, dict(num_minibatches=2), 16),
+]
+
+
+def run_case(agent_name, env_name, env_kwargs, overrides, rollout_len):
+    num_envs = 2
+    env = envs.make(env_name, num_envs=num_envs, **env_kwargs)
+    eval_env = envs.make(env_name, num_envs=2, **env_kwargs)
+    agent = agents.make(agent_name, env.spec, **overrides)
+    steps = 64 * rollout_len * num_envs if agent_name in ("ppo", "a2c") else 192
+    config = RunConfig(
+        steps=steps,
+        rollout_len=rollout_len,
+        log_every=steps // 2,
+        eval_every=steps // 2,
+        eval_episodes=2,
+    )
+    if isinstance(env, HostEnv):  # the Python loop of runners/host.py
+        runner = make_host_runner(agent, env, config, eval_env)
+        state = runner.init(jax.random.PRNGKey(3))
+        rows = []
+        for _ in range(runner.num_chunks):
+            state, chunk_metrics = runner.run_chunk(state)
+            rows.append(chunk_metrics)
+        metrics = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
+    else:
+        train = jax.jit(make_train(agent, env, config, eval_env))
+        state, metrics = train(jax.random.PRNGKey(3))
+    out = {f"metric/{k}": np.asarray(v) for k, v in metrics.items()}
+    params = getattr(state.agent_state, "params", None)
+    for i, leaf in enumerate(jax.tree.leaves(params)):
+        out[f"param/{i}"] = np.asarray(leaf)
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--save", type=Path)
+    group.add_argument("--compare", type=Path)
+    parser.add_argument("--only", nargs="*", default=None)
+    args = parser.parse_args()
+    failed = 0
+    print(f"{'case':<28} {'arrays':>6} {'result':<40} {'s':>6}")
+    for name, agent_name, env_name, env_kwargs, overrides, rollout_len in CASES:
+        if args.only and name not in args.only:
+            continue
+        t0 = time.perf_counter()
+        try:
+            out = run_case(agent_name, env_name, env_kwargs, overrides, rollout_len)
+        except Exception as e:  # an env family not installed here
+            print(f"{name:<28} {'-':>6} {'error: ' + str(e)[:60]:<40}")
+            failed += args.compare is not None
+            continue
+        dt = time.perf_counter() - t0
+        if args.save:
+            args.save.mkdir(parents=True, exist_ok=True)
+            np.savez(args.save / f"{name}.npz", **out)
+            print(f"{name:<28} {len(out):>6} {'saved':<40} {dt:6.1f}")
+            continue
+        before = np.load(args.compare / f"{name}.npz")
+        diffs = [k for k in before.files if k not in out or not _equal(before[k], out[k])]
+        extra = [k for k in out if k not in before.files]
+        result = "bit-identical" if not diffs else f"DIFFER: {', '.join(diffs[:4])}"
+        if extra:
+            result += f" (+{len(extra)} new arrays)"
+        failed += bool(diffs)
+        print(f"{name:<28} {len(before.files):>6} {result:<40} {dt:6.1f}")
+    return 1 if failed else 0
+
+
+def _equal(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
