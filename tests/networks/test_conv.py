@@ -112,7 +112,7 @@ def test_conv_layer_is_flax_conv_with_the_same_parameters_and_outputs(padding, s
 
 TORSOS = [  # (module class, name, obs shape, dtype, kwargs)
     (NatureCNN, "nature", (2, 36, 36, 4), np.uint8, dict(hidden_sizes=(6,))),
-    (ImpalaCNN, "impala", (2, 11, 9, 4), np.uint8, dict(hidden_sizes=(5,), channels=(2, 3))),
+    (ImpalaCNN, "impala", (2, 11, 9, 4), np.uint8, dict(hidden_sizes=(5,), channels=(2,))),
     (MinAtarCNN, "minatar", (3, 10, 10, 4), bool, dict(hidden_sizes=(7,))),
 ]
 
@@ -129,8 +129,8 @@ def test_torsos_same_outputs_and_gradients_with_either_backward_pass(
     cls, name, shape, dtype, kwargs
 ):
     """Forward and gradients of the loss ``sum(features * cotangent)``, with and without
-    the canonical backward pass, as one jitted gradient and inside a ``lax.scan`` of
-    gradient steps (where XLA:CPU's slow path is), rtol 1e-4 (they are in fact equal)."""
+    the canonical backward pass, inside a ``lax.scan`` of two gradient steps (where
+    XLA:CPU's slow path is), rtol 1e-4 (they differ by rounding at most)."""
     obs = _obs(shape, dtype, 0)
     nets = [cls(**kwargs, canonical_backward=c) for c in (False, True)]
     params = nets[0].init(jax.random.PRNGKey(0), obs)["params"]
@@ -146,14 +146,13 @@ def test_torsos_same_outputs_and_gradients_with_either_backward_pass(
             g = jax.grad(loss)(p)
             return jax.tree.map(lambda a, b: a - 1e-2 * b, p, g), g
 
-        scanned = jax.lax.scan(step, params, None, length=2)[1]
-        return net.apply({"params": params}, obs), jax.grad(loss)(params), scanned
+        return net.apply({"params": params}, obs), jax.lax.scan(step, params, None, length=2)[1]
 
-    (y0, g0, s0), (y1, g1, s1) = (jax.jit(lambda n=n: grads(n))() for n in nets)
-    np.testing.assert_allclose(y1, y0, rtol=1e-4, atol=1e-6)
-    for a, b in zip(jax.tree.leaves((g1, s1)), jax.tree.leaves((g0, s0)), strict=True):
+    (y0, g0), (y1, g1) = (jax.jit(lambda n=n: grads(n))() for n in nets)
+    np.testing.assert_array_equal(y1, y0)  # the forward pass is the same computation
+    for a, b in zip(jax.tree.leaves(g1), jax.tree.leaves(g0), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
-    assert any(float(jnp.abs(g).max()) > 0 for g in jax.tree.leaves(g0))
+    assert all(float(jnp.abs(g).max()) > 0 for g in jax.tree.leaves(g0))
 
 
 def test_nature_cnn_gradients_match_numpy():
