@@ -1,5 +1,7 @@
-"""Flax Linen modules: torsos and heads that agents compose, and noisy layers."""
+"""Flax Linen modules: torsos and heads that agents compose, noisy layers, and the
+convolution layer of the torsos (``conv``: its backward pass chosen by backend)."""
 
+from jaxrl.networks.conv import Conv, canonical_backward_default, conv2d
 from jaxrl.networks.heads import CategoricalHead, DuelingCategoricalHead, DuelingHead, QHead
 from jaxrl.networks.noisy import NoisyLinear, dense, factorized_noise
 from jaxrl.networks.policies import ActorCritic
@@ -11,11 +13,16 @@ from jaxrl.networks.torsos import (
     NatureCNN,
     QNetwork,
     ResidualBlock,
+    cnn_torso,
     make_torso,
 )
 
 __all__ = [
     "ActorCritic",
+    "Conv",
+    "canonical_backward_default",
+    "cnn_torso",
+    "conv2d",
     "MLP",
     "TORSOS",
     "ImpalaCNN",

@@ -10,7 +10,8 @@ distribution and a state value:
 
 and ``value [...]``. The torso is an MLP for vector observations (CleanRL: two layers of
 64 with tanh) or, for images ``[H, W, C]``, one of ``networks.torsos.CNN_TORSOS`` (the
-Nature DQN CNN, the IMPALA ResNet or the MinAtar CNN); ``shared=True`` feeds one
+Nature DQN CNN, the IMPALA ResNet or the MinAtar CNN, built by ``torsos.cnn_torso`` so that
+the convolutions' backward pass suits the backend); ``shared=True`` feeds one
 torso to both heads (the usual choice for Atari), ``shared=False`` gives the actor and the
 critic torsos of their own (the usual choice for classic and continuous control).
 Initialization follows CleanRL / the OpenAI baselines: orthogonal weights with gain
@@ -26,7 +27,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxrl.networks.torsos import CNN_TORSOS
+from jaxrl.networks.torsos import cnn_torso
 
 Array = jax.Array
 
@@ -64,7 +65,7 @@ class ActorCritic(nn.Module):
       discrete: categorical policy if True, diagonal Gaussian otherwise.
       hidden_sizes: MLP widths, or the dense widths after the CNN for images.
       obs_ndim: number of observation axes of the MLP torso's input.
-      torso: ``"mlp"`` or a convolutional torso of ``CNN_TORSOS`` (``"nature"``,
+      torso: ``"mlp"`` or a convolutional torso of ``CNN_TORSOS`` (``cnn_torso``) (``"nature"``,
         ``"impala"``, ``"minatar"``) for images; resolve ``"auto"`` with
         ``networks.torsos.torso_name`` first.
       activation: ``"tanh"`` or ``"relu"`` (MLP torsos only; the CNN uses ReLU).
@@ -87,7 +88,7 @@ class ActorCritic(nn.Module):
     def setup(self):
         def torso():
             if self.torso != "mlp":
-                return CNN_TORSOS[self.torso](tuple(self.hidden_sizes))
+                return cnn_torso(self.torso, self.hidden_sizes)
             return PolicyMLP(tuple(self.hidden_sizes), self.obs_ndim, self.activation)
 
         self.actor_torso = torso()

@@ -1,5 +1,12 @@
 """Torsos: observation -> feature vector (``make_torso`` picks one by name), and
-``QNetwork`` (torso + head)."""
+``QNetwork`` (torso + head).
+
+The convolutional torsos take ``canonical_backward``, passed to every ``conv.Conv`` they
+hold: which backward pass their convolutions use (see ``jaxrl.networks.conv``). The torso
+builders ``make_torso`` and ``cnn_torso`` set it from the backend
+(``conv.canonical_backward_default()``: True on CPU, False on GPU and TPU); this is the one
+place where the network code depends on the backend. Outputs, gradients and parameter
+trees are the same either way."""
 
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jaxrl.networks.conv import Conv, canonical_backward_default
 from jaxrl.networks.noisy import dense
 from jaxrl.types import ConfigError
 
@@ -53,6 +61,7 @@ class NatureCNN(nn.Module):
     """
 
     hidden_sizes: Sequence[int] = (512,)
+    canonical_backward: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
@@ -60,7 +69,13 @@ class NatureCNN(nn.Module):
         if jnp.issubdtype(obs.dtype, jnp.integer):
             x = x / 255.0
         for features, kernel, stride in ((32, 8, 4), (64, 4, 2), (64, 3, 1)):
-            conv = nn.Conv(features, (kernel, kernel), (stride, stride), padding="VALID")
+            conv = Conv(
+                features,
+                (kernel, kernel),
+                (stride, stride),
+                padding="VALID",
+                canonical_backward=self.canonical_backward,
+            )
             x = nn.relu(conv(x))
         x = x.reshape(x.shape[:-3] + (-1,))
         for size in self.hidden_sizes:
@@ -76,13 +91,18 @@ def _scale(obs: jax.Array) -> jax.Array:
 
 class ResidualBlock(nn.Module):
     """``x + conv(relu(conv(relu(x))))``, both 3x3 SAME stride 1 with ``x``'s channels
-    (Espeholt et al. 2018, Figure 3)."""
+    (Espeholt et al. 2018, Figure 3). ``x [N, H, W, C]`` float32 -> same shape."""
+
+    canonical_backward: bool = False
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         channels = x.shape[-1]
-        y = nn.Conv(channels, (3, 3), padding="SAME")(nn.relu(x))
-        y = nn.Conv(channels, (3, 3), padding="SAME")(nn.relu(y))
+        conv = lambda: Conv(  # noqa: E731
+            channels, (3, 3), padding="SAME", canonical_backward=self.canonical_backward
+        )
+        y = conv()(nn.relu(x))
+        y = conv()(nn.relu(y))
         return x + y
 
 
@@ -98,6 +118,7 @@ class ImpalaCNN(nn.Module):
 
     hidden_sizes: Sequence[int] = (256,)
     channels: Sequence[int] = (16, 32, 32)
+    canonical_backward: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
@@ -105,10 +126,10 @@ class ImpalaCNN(nn.Module):
         batch = x.shape[:-3]
         x = x.reshape((-1, *x.shape[-3:]))
         for c in self.channels:
-            x = nn.Conv(c, (3, 3), padding="SAME")(x)
+            x = Conv(c, (3, 3), padding="SAME", canonical_backward=self.canonical_backward)(x)
             x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
-            x = ResidualBlock()(x)
-            x = ResidualBlock()(x)
+            x = ResidualBlock(self.canonical_backward)(x)
+            x = ResidualBlock(self.canonical_backward)(x)
         x = nn.relu(x).reshape((*batch, -1))
         for size in self.hidden_sizes:
             x = nn.relu(nn.Dense(size)(x))
@@ -124,11 +145,13 @@ class MinAtarCNN(nn.Module):
     """
 
     hidden_sizes: Sequence[int] = (128,)
+    canonical_backward: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         x = obs.astype(jnp.float32) if obs.dtype == jnp.bool_ else _scale(obs)
-        x = nn.relu(nn.Conv(16, (3, 3), padding="VALID")(x))
+        conv = Conv(16, (3, 3), padding="VALID", canonical_backward=self.canonical_backward)
+        x = nn.relu(conv(x))
         x = x.reshape(x.shape[:-3] + (-1,))
         for size in self.hidden_sizes:
             x = nn.relu(nn.Dense(size)(x))
@@ -148,12 +171,29 @@ def make_torso(name: str, obs_shape: Sequence[int], hidden_sizes: Sequence[int])
     ``ImpalaCNN`` (Espeholt et al. 2018); ``"minatar"``: ``MinAtarCNN`` (Young & Tian
     2019); ``"auto"``: ``mlp`` for vector observations, ``minatar`` for images ``[H, W, C]``
     smaller than 32 pixels on a side (MinAtar's 10x10), ``nature`` for other images.
-    The convolutional torsos need image observations ``[H, W, C]`` (else ``ConfigError``).
+    The convolutional torsos need image observations ``[H, W, C]`` (else ``ConfigError``)
+    and are built by ``cnn_torso``.
     """
     name = torso_name(name, obs_shape)
     if name == "mlp":
         return MLP(tuple(hidden_sizes), obs_ndim=len(tuple(obs_shape)))
-    return CNN_TORSOS[name](tuple(hidden_sizes))
+    return cnn_torso(name, hidden_sizes)
+
+
+def cnn_torso(
+    name: str, hidden_sizes: Sequence[int], canonical_backward: bool | None = None
+) -> nn.Module:
+    """The convolutional torso ``name`` (a key of ``CNN_TORSOS``) with dense widths
+    ``hidden_sizes``, its convolutions' backward pass chosen by backend.
+
+    ``canonical_backward`` None (the default) takes ``conv.canonical_backward_default()``
+    (True on the CPU backend, where XLA's own convolution backward pass is 6-13x slower
+    inside ``lax.scan``: jax-ml/jax#12868; False on GPU and TPU). Every torso builder of
+    the library goes through here, so this is the one place where the choice is made.
+    """
+    if canonical_backward is None:
+        canonical_backward = canonical_backward_default()
+    return CNN_TORSOS[name](tuple(hidden_sizes), canonical_backward=canonical_backward)
 
 
 def torso_name(name: str, obs_shape: Sequence[int]) -> str:
