@@ -35,7 +35,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from jaxrl.buffers import sum_tree
+from jaxrl.buffers import PriorityParams, sum_tree
 from jaxrl.buffers.prioritized import make_prioritized_replay
 from jaxrl.buffers.replay import make_uniform_replay
 from jaxrl.types import Transition
@@ -43,6 +43,7 @@ from jaxrl.types import Transition
 CAPACITY = 100_000
 BATCH = 256
 NUM_ENVS = 8  # transitions added per iteration: one step of 8 envs
+PRIORITY = PriorityParams(jnp.float32(0.6), jnp.float32(1e-6))  # an agent's hparams
 
 
 def _step(i: jax.Array) -> dict[str, jax.Array]:
@@ -91,13 +92,14 @@ def jaxrl_uniform() -> tuple[Any, Callable]:
 def jaxrl_prioritized() -> tuple[Any, Callable]:
     buffer = make_prioritized_replay(CAPACITY, NUM_ENVS, BATCH)
     full = jax.vmap(lambda i: _transition(_step(i)))(jnp.arange(CAPACITY // NUM_ENVS))
-    state = jax.jit(buffer.add)(buffer.init(_transition(_step(jnp.int32(0)))), full)
+    state = jax.jit(buffer.add)(buffer.init(_transition(_step(jnp.int32(0)))), full, PRIORITY)
 
     def iteration(state, i, key):
-        state = buffer.add(state, jax.tree.map(lambda x: x[None], _transition(_step(i))))
+        step = jax.tree.map(lambda x: x[None], _transition(_step(i)))
+        state = buffer.add(state, step, PRIORITY)
         sample = buffer.sample(state, key)
         td = sample.experience.obs[:, 0, 0] - sample.experience.next_obs[:, 0, 1]
-        state = buffer.update_priorities(state, sample.indices, td)
+        state = buffer.update_priorities(state, sample.indices, td, PRIORITY)
         return state, _checksum(sample.experience) + jnp.sum(sample.probabilities)
 
     return state, iteration

@@ -1,27 +1,32 @@
 """DQN (Mnih et al. 2015) with double (van Hasselt et al. 2016), dueling (Wang et al. 2016)
 and n-step (Sutton 1988; Hessel et al. 2018) options.
 
-DQN is Rainbow with noisy nets, the distributional head and prioritized replay off:
-``make_dqn`` checks DQN's own options (``DQNConfig``, with CleanRL's defaults) and builds
-the agent of ``agents/rainbow.py`` with those flags fixed off. See that file for the
-``init``, ``act`` and ``update`` functions and the state (``RainbowState``).
+DQN is the Q-learning agent of ``agents/q_learning.py`` with the expected-value head
+(``agents/value_heads.py``), uniform replay (compact storage for stacked uint8 images)
+and epsilon-greedy exploration. ``DQNConfig`` holds its own defaults (CleanRL's); see
+``q_learning.py`` for ``init``, ``act``, ``update`` and the state.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Any
 
-from jaxrl.agents.rainbow import RainbowConfig, check_value_ranges, make_agent, make_network
+from jaxrl.agents.q_learning import (
+    Exploration,
+    QLearningConfig,
+    make_network,
+    make_q_agent,
+    make_replay,
+)
+from jaxrl.agents.value_heads import expected_value_head
 from jaxrl.networks import QNetwork
 from jaxrl.types import Agent, EnvSpec
 from jaxrl.validation import build_config
 
-DQN_FLAGS = dict(noisy=False, distributional=False, prioritized=False)
-
 
 @dataclasses.dataclass(frozen=True)
-class DQNConfig:
+class DQNConfig(QLearningConfig):
     """DQN options. Defaults follow CleanRL's ``dqn.py`` (classic control), itself after
     Mnih et al. 2015, except where noted; names follow RLHive where it has one.
 
@@ -51,44 +56,20 @@ class DQNConfig:
       reward_clip: rewards are clipped to [-c, c] for learning, or None (Atari: 1.0).
     """
 
-    hidden_sizes: tuple[int, ...] = (120, 84)
-    torso: Literal["auto", "mlp", "nature", "impala", "minatar"] = "auto"
-    dueling: bool = False
-    double: bool = False
-    n_step: int = 1
-    loss: Literal["huber", "mse"] = "huber"
-    lr: float = 2.5e-4
-    adam_eps: float = 1e-8
-    gamma: float = 0.99
-    buffer_size: int = 10_000
-    batch_size: int = 128
-    learning_starts: int = 10_000
-    updates_per_rollout: int = 1
-    target_update_period: int = 500
-    tau: float = 1.0
-    epsilon_start: float = 1.0
-    epsilon_end: float = 0.05
-    epsilon_decay_steps: int = 250_000
-    eval_epsilon: float = 0.0
-    max_grad_norm: float | None = 10.0
-    reward_clip: float | None = None
-
-    def __post_init__(self):
-        check_value_ranges(self)
-
 
 def make_q_network(
     spec: EnvSpec, hidden_sizes: tuple[int, ...], dueling: bool, torso: str = "auto"
 ) -> QNetwork:
     """DQN's network: the ``torso`` and a (dueling) linear Q head, ``[B, A]``."""
-    cfg = RainbowConfig(hidden_sizes=hidden_sizes, dueling=dueling, torso=torso, **DQN_FLAGS)
-    return make_network(spec, cfg)
+    cfg = DQNConfig(hidden_sizes=hidden_sizes, dueling=dueling, torso=torso)
+    return make_network(spec, cfg, expected_value_head(), Exploration())
 
 
 def make_dqn(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds a DQN agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     cfg = build_config(DQNConfig, overrides, "agent 'dqn'")
-    return make_agent(spec, RainbowConfig(**dataclasses.asdict(cfg), **DQN_FLAGS), name="dqn")
+    buffer = make_replay(spec, cfg, "dqn", "auto", prioritized=False)
+    return make_q_agent(spec, cfg, expected_value_head(cfg.loss), buffer, name="dqn")
 
 
 make_dqn.Config = DQNConfig

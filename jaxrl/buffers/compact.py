@@ -21,6 +21,9 @@ rows form a ring, ``position`` is the next row to write and ``size`` the number 
 * ``action``, ``reward`` (float32), ``terminated`` and ``truncated`` (bool, kept apart);
 * each declared extra (``extras={"name": (shape, dtype)}``, as RLHive's
   ``extra_storage_types``), taken from ``Transition.extras`` of the added rollout;
+* for a dict observation ``{"obs": main, name: ...}`` (declared by ``obs_extras``), each
+  entry other than the main one, whole per step (an action mask ``[N, A]`` is not
+  stacked); the main entry is the frame-stacked one stored one frame per step;
 * a sum tree (:mod:`jaxrl.buffers.sum_tree`) over the ``L N`` items ``row * N + env``
   holding the sampling weight of every item: positive iff the item is valid (see
   *Validity*), 0 otherwise. The tree is the only record of validity.
@@ -100,8 +103,8 @@ capacity-sized array.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Mapping
+from typing import Any
 
 import flax.struct
 import jax
@@ -109,8 +112,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.buffers import sum_tree
+from jaxrl.buffers.base import PriorityParams, ReplayBuffer, ReplaySample, require_priority
 from jaxrl.buffers.prioritized import write_priorities
-from jaxrl.types import Transition
+from jaxrl.buffers.validity import compact_valid
+from jaxrl.types import OBS, Transition, main_obs
 from jaxrl.validation import check_int
 
 Array = jax.Array
@@ -134,16 +139,16 @@ class CompactReplayState:
       terminated: ``[L, N]`` bool.
       truncated: ``[L, N]`` bool.
       extras: dict name -> ``[L, N, *shape]`` of the declared extras.
+      obs_extras: dict name -> ``[L, N, *shape]`` of the declared observation entries
+        besides the main one (empty for array observations).
       tree: ``SumTree`` over the ``L * N`` items ``row * N + env``; leaf = sampling
         weight, positive iff the item is valid.
       position: int32 scalar, the next row to write, in ``[0, L)``.
       size: int32 scalar, the number of rows written, capped at ``L``.
       num_items: int32 scalar, the number of valid items (leaves > 0).
       max_priority: float32 scalar, the largest priority ``|p| + eps`` set so far
-        (starts at 1); new items get weight ``max_priority ** alpha``.
-      alpha: float32 scalar, the priority exponent (prioritized mode); an array so that
-        a sweep can vmap over it.
-      eps: float32 scalar, added to ``|p|`` in :func:`update_priorities`.
+        (starts at 1); new items get weight ``max_priority ** alpha`` (``alpha`` and
+        ``eps`` are arguments, ``PriorityParams``, not state).
     """
 
     frames: Array
@@ -152,57 +157,12 @@ class CompactReplayState:
     terminated: Array
     truncated: Array
     extras: dict[str, Array]
+    obs_extras: dict[str, Array]
     tree: sum_tree.SumTree
     position: Array
     size: Array
     num_items: Array
     max_priority: Array
-    alpha: Array
-    eps: Array
-
-
-class CompactSample(NamedTuple):
-    """A batch of n-step windows, one env each.
-
-    Attributes:
-      experience: ``Transition`` with leaves ``[B, window, ...]``; entry ``[b, j]`` is the
-        step of storage row ``(time_index[b] + j) mod L`` of env ``env_index[b]`` (see
-        :func:`make_compact_replay`, ``gather``).
-      time_index: ``[B]`` int32, the storage row of each window's first step.
-      env_index: ``[B]`` int32, the env of each window.
-      indices: ``[B]`` int32, the item ``time_index * N + env_index`` (for
-        ``update_priorities``).
-      probabilities: ``[B]`` float32, the probability with which each item was drawn
-        (weight / total weight; ``1 / num_items`` in uniform mode), for importance
-        weights ``(num_items * probabilities) ** -beta``.
-    """
-
-    experience: Transition
-    time_index: Array
-    env_index: Array
-    indices: Array
-    probabilities: Array
-
-
-class CompactReplayBuffer(NamedTuple):
-    """Pure functions of a compact replay buffer (see :func:`make_compact_replay`).
-
-    init:              ``(example=None) -> CompactReplayState``
-    add:               ``(state, rollout: Transition [T, N, ...]) -> CompactReplayState``
-    sample:            ``(state, key) -> CompactSample``
-    can_sample:        ``(state) -> bool scalar array``
-    update_priorities: ``(state, indices [K], priorities [K]) -> CompactReplayState``
-    num_items:         ``(state) -> int32 scalar array``
-    gather:            ``(state, time_index [B], env_index [B]) -> Transition [B, window]``
-    """
-
-    init: Callable[..., CompactReplayState]
-    add: Callable[[CompactReplayState, Transition], CompactReplayState]
-    sample: Callable[[CompactReplayState, jax.Array], CompactSample]
-    can_sample: Callable[[CompactReplayState], Array]
-    update_priorities: Callable[[CompactReplayState, Any, Any], CompactReplayState]
-    num_items: Callable[[CompactReplayState], Array]
-    gather: Callable[[CompactReplayState, Any, Any], Transition]
 
 
 def _shape(name: str, value: Any) -> tuple[int, ...]:
@@ -253,15 +213,14 @@ def make_compact_replay(
     stack: int = 4,
     extras: Mapping[str, Any] | None = None,
     mode: str = "uniform",
-    alpha: float = 0.6,
-    eps: float = 1e-6,
     *,
+    obs_extras: Mapping[str, Any] | None = None,
     action_shape: tuple[int, ...] = (),
     action_dtype: Any = "int32",
     stack_axis: int = -1,
     stack_padding: str = "zero",
     branching: int = 8,
-) -> CompactReplayBuffer:
+) -> ReplayBuffer:
     """Build a compact replay buffer of ``window``-step windows (see the module docstring).
 
     Args:
@@ -282,8 +241,9 @@ def make_compact_replay(
         ``rollout.extras[name]`` in ``add`` and returned in ``experience.extras``.
         Undeclared keys of ``rollout.extras`` are ignored.
       mode: ``"uniform"`` or ``"prioritized"``.
-      alpha: priority exponent (prioritized mode), stored in the state as ``alpha``.
-      eps: added to ``|priority|`` in ``update_priorities``, stored as ``eps``.
+      obs_extras: ``{name: (shape, dtype)}`` of the entries of a dict observation
+        ``{"obs": main, name: ...}`` besides the main one (e.g. ``"action_mask"``), each
+        stored whole per step; None for array observations.
       action_shape: shape of one env's action (``()`` for discrete actions).
       action_dtype: dtype of stored actions.
       stack_axis: the axis of ``obs_shape`` along which frames are stacked; ``-1``
@@ -294,13 +254,14 @@ def make_compact_replay(
         :mod:`jaxrl.buffers.sum_tree`).
 
     Returns:
-      A ``CompactReplayBuffer`` of pure functions:
+      A ``ReplayBuffer`` (:mod:`jaxrl.buffers.base`); ``priority`` is a
+      ``PriorityParams(alpha, eps)``, needed in prioritized mode:
 
       * ``init(example=None)``: allocates zeroed storage, an all-zero tree, ``position =
         size = num_items = 0``, ``max_priority = 1``. ``example`` (a ``Transition`` of one
         step, leaves ``[N, ...]``, arrays or ``ShapeDtypeStruct``s) is optional; if given,
         its ``obs`` and ``action`` shapes are checked against the declared ones.
-      * ``add(state, rollout)``: ``rollout`` is a ``Transition`` with leaves ``[T, N,
+      * ``add(state, rollout, priority=None)``: ``rollout`` is a ``Transition`` with leaves ``[T, N,
         ...]``, static ``1 <= T <= L``; stores ``obs`` (its newest frame), ``action``,
         ``reward``, ``terminated``, ``truncated`` and the declared extras at rows
         ``(position + t) mod L`` (cast to the stored dtypes), ignores ``next_obs``,
@@ -312,9 +273,10 @@ def make_compact_replay(
         Only meaningful when ``can_sample(state)``; otherwise it returns zeros/garbage
         rather than failing.
       * ``can_sample(state)``: ``num_items(state) > 0``.
-      * ``update_priorities(state, indices, priorities)``: prioritized mode: weight
+      * ``update_priorities(state, indices, priorities, priority=None)``: prioritized
+        mode: weight
         ``(|p| + eps) ** alpha`` for the items ``indices`` (``[K]``, as in
-        ``CompactSample.indices``) that are valid now; invalid items keep weight 0; with
+        ``ReplaySample.indices``) that are valid now; invalid items keep weight 0; with
         duplicates the last one wins; ``max_priority`` grows to the largest ``|p| + eps``
         applied. Uniform mode: returns ``state`` unchanged. Call it before the next
         ``add`` (which may overwrite the sampled items).
@@ -344,13 +306,11 @@ def make_compact_replay(
     action_shape = _shape("action_shape", action_shape)
     action_dtype = _dtype("action_dtype", action_dtype)
     extra_specs = _parse_extras(extras)
+    obs_extra_specs = _parse_extras(obs_extras)
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
     if stack_padding not in _PADDINGS:
         raise ValueError(f"stack_padding must be one of {_PADDINGS}, got {stack_padding!r}")
-    for name, value in (("alpha", alpha), ("eps", eps)):
-        if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{name} must be a float >= 0, got {value!r}")
     if (
         isinstance(branching, bool)
         or not isinstance(branching, int)
@@ -390,7 +350,8 @@ def make_compact_replay(
     def init(example: Transition | None = None) -> CompactReplayState:
         if example is not None:
             for name, want in (("obs", obs_shape), ("action", action_shape)):
-                got = tuple(getattr(example, name).shape)
+                value = getattr(example, name)
+                got = tuple((main_obs(value) if name == "obs" else value).shape)
                 if got != (N, *want):
                     raise ValueError(
                         f"init: example.{name} must have shape {(N, *want)}, got {got}"
@@ -402,49 +363,31 @@ def make_compact_replay(
             terminated=jnp.zeros((L, N), bool),
             truncated=jnp.zeros((L, N), bool),
             extras={k: jnp.zeros((L, N, *s), d) for k, (s, d) in extra_specs.items()},
+            obs_extras={k: jnp.zeros((L, N, *s), d) for k, (s, d) in obs_extra_specs.items()},
             tree=sum_tree.init(num_items_total, branching),
             position=jnp.zeros((), jnp.int32),
             size=jnp.zeros((), jnp.int32),
             num_items=jnp.zeros((), jnp.int32),
             max_priority=jnp.ones((), jnp.float32),
-            alpha=jnp.asarray(alpha, jnp.float32),
-            eps=jnp.asarray(eps, jnp.float32),
         )
 
     # ------------------------------------------------------------------ validity
 
     def _validity(state: CompactReplayState, rows: Array) -> Array:
         """``[K, N]`` bool: validity of the items of storage rows ``rows [K]`` now."""
-        oldest = (state.position - state.size) % L
-        offset = (rows - oldest) % L  # [K], age rank of the row among stored rows
-        stored = offset + n <= state.size - 1  # rows t .. t+n stored, behind the head
-
-        def ended(at: Array) -> Array:  # gather both flags, then combine (no [L, N] temp)
-            return state.terminated[at] | state.truncated[at]
-
-        # Rule 2: the first episode end within rows t .. t+n-1 must not be a truncation.
-        wrows = (rows[:, None] + jnp.arange(n)) % L  # [K, n]
-        w_term, w_ended = state.terminated[wrows], ended(wrows)  # [K, n, N]
-        first = w_ended & (jnp.cumsum(w_ended, axis=1) == 1)
-        truncated_first = jnp.any(first & ~w_term, axis=1)  # [K, N]
-        valid = stored[:, None] & ~truncated_first
-        if S > 1:
-            # Rule 3: the frame of row t-k (k = 1..S-1) is used iff none of rows
-            # t-k .. t-1 ended an episode; it must then be stored (k <= offset). The flag
-            # of an unstored row is unknown (its slot holds other data): read as "did not
-            # end", so a stack reaching past the oldest row without a stored episode
-            # start is invalid.
-            k = jnp.arange(1, S)
-            reach_ok = k[None, :, None] <= offset[:, None, None]  # [K, S-1, 1]
-            prev = ended((rows[:, None] - k) % L) & reach_ok  # [K, S-1, N]
-            used = jnp.cumprod(~prev, axis=1).astype(bool)
-            valid &= jnp.all(~used | reach_ok, axis=1)
-        return valid
+        return compact_valid(
+            state.terminated, state.truncated, state.position, state.size, rows, n, stack
+        )
 
     # ------------------------------------------------------------------ add
 
-    def add(state: CompactReplayState, rollout: Transition) -> CompactReplayState:
-        obs = jnp.asarray(rollout.obs)
+    def add(
+        state: CompactReplayState, rollout: Transition, priority: PriorityParams | None = None
+    ) -> CompactReplayState:
+        full_obs = rollout.obs
+        if obs_extra_specs and not isinstance(full_obs, Mapping):
+            raise ValueError(f"add expects dict observations with keys {sorted(obs_extra_specs)}")
+        obs = jnp.asarray(main_obs(full_obs))
         num_steps = obs.shape[0] if obs.ndim else 0
         if not 1 <= num_steps <= L:
             raise ValueError(
@@ -488,6 +431,10 @@ def make_compact_replay(
                 k: write(v, check(f"extras[{k!r}]", rollout_extras[k], extra_specs[k][0]))
                 for k, v in state.extras.items()
             },
+            obs_extras={
+                k: write(v, check(f"obs[{k!r}]", full_obs[k], obs_extra_specs[k][0]))
+                for k, v in state.obs_extras.items()
+            },
             position=((p + T) % L).astype(jnp.int32),
             size=jnp.minimum(state.size + T, L).astype(jnp.int32),
         )
@@ -502,9 +449,10 @@ def make_compact_replay(
         old_weight = sum_tree.get(state.tree, items)
         old_valid = old_weight > 0
         if prioritized:
+            alpha = require_priority(priority, "add").alpha
             is_new_row = ((krows - p) % L < T)[:, None]
             keep = old_valid & ~jnp.broadcast_to(is_new_row, (K, N)).reshape(-1)
-            fresh = jnp.maximum(state.max_priority**state.alpha, _MIN_WEIGHT)
+            fresh = jnp.maximum(state.max_priority**alpha, _MIN_WEIGHT)
             weight = jnp.where(keep, old_weight, fresh)
         else:
             # Valid leaves are all 1. Reading them (rather than writing a constant 1)
@@ -565,6 +513,17 @@ def make_compact_replay(
         def take(x: Array) -> Array:
             return x[steps, env]
 
+        if obs_extra_specs:  # dict observations: the other entries, whole per step
+            next_steps = rows[:, S : S + n]
+
+            def take_next(x: Array) -> Array:
+                out = x[next_steps, env]
+                ok = ~step_ended.reshape(step_ended.shape + (1,) * (out.ndim - 2))
+                return jnp.where(ok, out, jnp.zeros((), out.dtype))
+
+            obs = {OBS: obs, **{k: take(v) for k, v in state.obs_extras.items()}}
+            next_obs = {OBS: next_obs, **{k: take_next(v) for k, v in state.obs_extras.items()}}
+
         return Transition(
             obs=obs,
             action=take(state.action),
@@ -577,14 +536,14 @@ def make_compact_replay(
 
     # ------------------------------------------------------------------ sample
 
-    def sample(state: CompactReplayState, key: jax.Array) -> CompactSample:
+    def sample(state: CompactReplayState, key: jax.Array) -> ReplaySample:
         # The total from the same descent: a separate read of the root would make XLA
         # copy the whole tree before a later in-place priority update.
         indices, weight, total = sum_tree.sample_with_total(state.tree, key, batch_size)
         indices = indices.astype(jnp.int32)
         time_index, env_index = indices // N, indices % N
         probabilities = weight / jnp.where(total > 0, total, 1.0)
-        return CompactSample(
+        return ReplaySample(
             experience=gather(state, time_index, env_index),
             time_index=time_index,
             env_index=env_index,
@@ -599,18 +558,24 @@ def make_compact_replay(
         return state.num_items
 
     def update_priorities(
-        state: CompactReplayState, indices: Any, priorities: Any
+        state: CompactReplayState,
+        indices: Any,
+        priorities: Any,
+        priority: PriorityParams | None = None,
     ) -> CompactReplayState:
         if not prioritized:
             return state
+        priority = require_priority(priority, "update_priorities")
         indices, priorities = sum_tree.index_value_batch(indices, priorities, "update_priorities")
         in_range = (indices >= 0) & (indices < num_items_total)
         current = sum_tree.get(state.tree, jnp.clip(indices, 0, num_items_total - 1))
         valid = (current > 0) & in_range
-        tree, max_priority = write_priorities(state, indices, priorities, valid, _MIN_WEIGHT)
+        tree, max_priority = write_priorities(
+            state, indices, priorities, valid, priority, _MIN_WEIGHT
+        )
         return state.replace(tree=tree, max_priority=max_priority)
 
-    return CompactReplayBuffer(
+    return ReplayBuffer(
         init=init,
         add=add,
         sample=sample,

@@ -56,15 +56,16 @@ the tree's depth ``ceil(log_b(L N))`` (``b = 8``: 6 levels for 100,000 items).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import flax.struct
 import jax
 import jax.numpy as jnp
 
 from jaxrl.buffers import sum_tree
+from jaxrl.buffers.base import PriorityParams, ReplayBuffer, ReplaySample, require_priority
 from jaxrl.buffers.replay import ReplayState, make_uniform_replay
+from jaxrl.buffers.validity import window_valid
 from jaxrl.validation import check_int
 
 Array = jax.Array
@@ -83,84 +84,37 @@ class PrioritizedReplayState:
       max_priority: float32 scalar, the largest priority ``p = |delta| + eps`` set by
         ``update_priorities`` so far, starting at 1; items that become valid get weight
         ``max_priority ** alpha``.
-      alpha: float32 scalar, the priority exponent. An array in the state so that a sweep
-        can vmap over it; change it with ``state.replace(alpha=...)``.
-      eps: float32 scalar, added to ``|delta|`` by ``update_priorities``; likewise.
+
+    ``alpha`` and ``eps`` are not state: ``add`` and ``update_priorities`` take them as a
+    ``PriorityParams`` (an agent's hparams, where a sweep reaches them).
     """
 
     storage: ReplayState
     tree: sum_tree.SumTree
     max_priority: Array
-    alpha: Array
-    eps: Array
-
-
-class PrioritizedSample(NamedTuple):
-    """A prioritized batch of windows of consecutive steps of one environment each.
-
-    Attributes:
-      experience: pytree like the stored data with leaves ``[B, window, ...]``; entry
-        ``[b, j]`` is row ``(time_index[b] + j) mod L`` of env ``env_index[b]``
-        (consecutive steps in insertion order; a window may cross an episode boundary,
-        as in the uniform buffer).
-      time_index: ``[B]`` int32, the storage row of each window's first step.
-      env_index: ``[B]`` int32, the environment of each window.
-      indices: ``[B]`` int32, the item index ``time_index * N + env_index``: pass it to
-        ``update_priorities``.
-      probabilities: ``[B]`` float32, ``P(i) = p_i^alpha / sum_k p_k^alpha``, the
-        probability of drawing each item (for :func:`jaxrl.ops.prioritized.
-        importance_weights`). Draws are stratified (one per ``1/B`` of the mass, see
-        :func:`jaxrl.buffers.sum_tree.sample`), so the batch comes out ordered by
-        item index.
-    """
-
-    experience: PyTree
-    time_index: Array
-    env_index: Array
-    indices: Array
-    probabilities: Array
-
-
-class PrioritizedReplayBuffer(NamedTuple):
-    """Pure functions of a prioritized replay buffer (see :func:`make_prioritized_replay`).
-
-    init:              ``(example: pytree of [N, ...]) -> PrioritizedReplayState``
-    add:               ``(state, batch: pytree of [T, N, ...]) -> PrioritizedReplayState``
-    sample:            ``(state, key) -> PrioritizedSample``
-    can_sample:        ``(state) -> bool scalar array``
-    update_priorities: ``(state, indices [K], priorities [K]) -> PrioritizedReplayState``
-    num_items:         ``(state) -> int32 scalar array``, the number of valid items
-    """
-
-    init: Callable[[PyTree], PrioritizedReplayState]
-    add: Callable[[PrioritizedReplayState, PyTree], PrioritizedReplayState]
-    sample: Callable[[PrioritizedReplayState, jax.Array], PrioritizedSample]
-    can_sample: Callable[[PrioritizedReplayState], Array]
-    update_priorities: Callable[[PrioritizedReplayState, Any, Any], PrioritizedReplayState]
-    num_items: Callable[[PrioritizedReplayState], Array]
-
-
-def _non_negative_float(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ValueError(f"{name} must be a float >= 0, got {value!r}")
-    return float(value)
 
 
 def write_priorities(
-    state: Any, indices: Array, priorities: Array, valid: Array, min_weight: float = 0.0
+    state: Any,
+    indices: Array,
+    priorities: Array,
+    valid: Array,
+    priority: PriorityParams,
+    min_weight: float = 0.0,
 ) -> tuple[sum_tree.SumTree, Array]:
     """The tree and running maximum after writing ``priorities`` at ``indices``.
 
-    Shared by every prioritized buffer (``state`` has ``tree``, ``max_priority``,
-    ``alpha`` and ``eps``). Entries where ``valid`` is false write nothing; duplicates
-    resolve last-write-wins once, so the maximum sees only the writes kept. Leaf weight:
+    Shared by every prioritized buffer (``state`` has ``tree`` and ``max_priority``).
+    Entries where ``valid`` is false write nothing; duplicates resolve last-write-wins
+    once, so the maximum sees only the writes kept. Leaf weight:
     ``max((|p| + eps) ** alpha, min_weight)``; ``max_priority`` tracks ``|p| + eps``.
     """
-    priority = jnp.abs(priorities) + state.eps
+    alpha = priority.alpha
+    priority = jnp.abs(priorities) + priority.eps
     capacity = state.tree.capacity
     indices, priority = sum_tree.deduplicate(jnp.where(valid, indices, -1), priority, capacity)
     kept = indices >= 0
-    weight = jnp.maximum(priority**state.alpha, min_weight)
+    weight = jnp.maximum(priority**alpha, min_weight)
     tree = sum_tree.update(state.tree, indices, weight, assume_unique=True)
     max_priority = jnp.maximum(state.max_priority, jnp.max(jnp.where(kept, priority, 0.0)))
     return tree, max_priority
@@ -171,10 +125,8 @@ def make_prioritized_replay(
     num_envs: int,
     batch_size: int,
     window: int = 1,
-    alpha: float = 0.6,
-    eps: float = 1e-6,
     branching: int = 8,
-) -> PrioritizedReplayBuffer:
+) -> ReplayBuffer:
     """Build a prioritized replay buffer storing windows of ``window`` consecutive steps.
 
     Args:
@@ -184,49 +136,47 @@ def make_prioritized_replay(
       batch_size: ``B``, the number of windows per ``sample``.
       window: the number of consecutive steps per sampled window (``n`` for n-step
         returns; 1 for plain one-step transitions).
-      alpha: initial priority exponent, ``>= 0`` (stored in the state, see
-        ``PrioritizedReplayState``).
-      eps: initial ``epsilon`` added to ``|delta|``, ``>= 0`` (stored in the state). With
-        ``eps = 0`` an item whose priority is set to 0 is never drawn again.
       branching: the sum tree's branching factor (a power of two; see
         :mod:`jaxrl.buffers.sum_tree`).
 
     Returns:
-      A ``PrioritizedReplayBuffer``:
+      A ``ReplayBuffer`` (:mod:`jaxrl.buffers.base`); ``priority`` is a
+      ``PriorityParams(alpha, eps)`` (``alpha >= 0``; with ``eps = 0`` an item whose
+      priority is set to 0 is never drawn again):
 
       * ``init(example)``: as the uniform buffer's (``example`` has leaves ``[N, ...]``);
         an all-zero tree, ``max_priority = 1``.
-      * ``add(state, batch)``: ``batch`` has leaves ``[T, N, ...]`` with a static
+      * ``add(state, batch, priority)``: ``batch`` has leaves ``[T, N, ...]`` with a static
         ``T <= L``; writes the rows as the uniform buffer does and sets the weights of
         the items whose validity can change (see *Validity* in the module docstring):
         ``max_priority ** alpha`` for valid ones, 0 for the others.
-      * ``sample(state, key)``: a ``PrioritizedSample`` of ``B`` items drawn with
+      * ``sample(state, key)``: a ``ReplaySample`` of ``B`` items drawn with
         probability ``P(i)`` (stratified) and their windows. Only meaningful when
         ``can_sample(state)``; otherwise it returns index 0 with probability 0 and
         stored zeros rather than failing (so it can run unconditionally under ``jit``).
       * ``can_sample(state)``: bool scalar array, ``size >= window``.
-      * ``update_priorities(state, indices, priorities)``: ``indices`` ``[K]`` int item
-        indices (``PrioritizedSample.indices``); ``priorities`` ``[K]`` float, the *raw*
+      * ``update_priorities(state, indices, priorities, priority)``: ``indices`` ``[K]`` int item
+        indices (``ReplaySample.indices``); ``priorities`` ``[K]`` float, the *raw*
         new priorities, typically the TD errors ``delta`` or ``|delta|`` (not
         exponentiated, without ``eps``): the tree gets ``(|priorities| + eps) ** alpha``
         and ``max_priority`` becomes ``max(max_priority, |priorities| + eps)`` over the
         items written. With duplicate indices the last entry wins, for the tree and
         for ``max_priority`` alike (earlier entries count as never written). The
-        buffer adds ``eps`` and applies ``alpha`` itself (both read from the state), so
+        buffer adds ``eps`` and applies ``alpha`` itself (both from ``priority``), so
         pass ``|delta|``, not ``|delta| + eps`` nor ``p ** alpha``. Entries whose item
         is invalid now (its window is incomplete or crosses the write head) or out of
         range are ignored. An item overwritten by ``add`` between ``sample`` and
         ``update_priorities`` would receive the priority of its predecessor, so call
         it before the next ``add``, as an agent's update does.
       * ``num_items(state)``: int32 scalar array, ``N max(size - window + 1, 0)``.
+      * ``gather(state, time_index, env_index)``: the windows starting at those rows.
 
     Raises:
-      ValueError: on non-positive sizes, ``capacity < num_envs * window``, negative
-        ``alpha`` or ``eps``, or a bad ``branching``.
+      ValueError: on non-positive sizes, ``capacity < num_envs * window`` or a bad
+        ``branching``; from ``add``/``update_priorities`` (at trace time) without
+        ``priority``.
     """
     uniform = make_uniform_replay(capacity, num_envs, batch_size, window)
-    alpha = _non_negative_float("alpha", alpha)
-    eps = _non_negative_float("eps", eps)
     branching = check_int("branching", branching)
     sum_tree.init(1, branching)  # validates branching
     num_rows = capacity // num_envs
@@ -237,23 +187,22 @@ def make_prioritized_replay(
             storage=uniform.init(example),
             tree=sum_tree.init(num_items_total, branching),
             max_priority=jnp.ones((), jnp.float32),
-            alpha=jnp.asarray(alpha, jnp.float32),
-            eps=jnp.asarray(eps, jnp.float32),
         )
 
     def is_valid(storage: ReplayState, row: Array) -> Array:
-        distance = (storage.position - row) % num_rows
-        distance = jnp.where(distance == 0, num_rows, distance)  # rows back to the head
-        return (distance >= window) & (distance <= storage.size)
+        return window_valid(storage.position, storage.size, row, num_rows, window)
 
-    def add(state: PrioritizedReplayState, batch: PyTree) -> PrioritizedReplayState:
+    def add(
+        state: PrioritizedReplayState, batch: PyTree, priority: PriorityParams | None = None
+    ) -> PrioritizedReplayState:
+        alpha = require_priority(priority, "add").alpha
         storage = uniform.add(state.storage, batch)
         num_steps = jnp.shape(jax.tree.leaves(batch)[0])[0]
         # Only the newest T + window - 1 rows can change validity: the T written ones and
         # the window - 1 before them, which were behind the old head.
         num_changed = min(num_steps + window - 1, num_rows)
         rows = (storage.position - 1 - jnp.arange(num_changed, dtype=jnp.int32)) % num_rows
-        weight = jnp.where(is_valid(storage, rows), state.max_priority**state.alpha, 0.0)
+        weight = jnp.where(is_valid(storage, rows), state.max_priority**alpha, 0.0)
         items = rows[:, None] * num_envs + jnp.arange(num_envs, dtype=jnp.int32)
         tree = sum_tree.update(
             state.tree,
@@ -263,14 +212,15 @@ def make_prioritized_replay(
         )
         return state.replace(storage=storage, tree=tree)
 
-    def sample(state: PrioritizedReplayState, key: jax.Array) -> PrioritizedSample:
+    def gather(state: PrioritizedReplayState, time_index: Any, env_index: Any) -> PyTree:
+        return uniform.gather(state.storage, time_index, env_index)
+
+    def sample(state: PrioritizedReplayState, key: jax.Array) -> ReplaySample:
         indices, weight, mass = sum_tree.sample_with_total(state.tree, key, batch_size)
         probabilities = jnp.where(mass > 0, weight / jnp.where(mass > 0, mass, 1.0), 0.0)
         time_index, env_index = indices // num_envs, indices % num_envs
-        rows = (time_index[:, None] + jnp.arange(window, dtype=jnp.int32)) % num_rows
-        experience = jax.tree.map(lambda x: x[rows, env_index[:, None]], state.storage.data)
-        return PrioritizedSample(
-            experience=experience,
+        return ReplaySample(
+            experience=gather(state, time_index, env_index),
             time_index=time_index,
             env_index=env_index,
             indices=indices,
@@ -281,25 +231,30 @@ def make_prioritized_replay(
         return uniform.can_sample(state.storage)
 
     def update_priorities(
-        state: PrioritizedReplayState, indices: Any, priorities: Any
+        state: PrioritizedReplayState,
+        indices: Any,
+        priorities: Any,
+        priority: PriorityParams | None = None,
     ) -> PrioritizedReplayState:
+        priority = require_priority(priority, "update_priorities")
         indices, priorities = sum_tree.index_value_batch(indices, priorities, "update_priorities")
         valid = (
             (indices >= 0)
             & (indices < num_items_total)
             & is_valid(state.storage, indices // num_envs)
         )
-        tree, max_priority = write_priorities(state, indices, priorities, valid)
+        tree, max_priority = write_priorities(state, indices, priorities, valid, priority)
         return state.replace(tree=tree, max_priority=max_priority)
 
     def num_items(state: PrioritizedReplayState) -> Array:
         return (jnp.maximum(state.storage.size - window + 1, 0) * num_envs).astype(jnp.int32)
 
-    return PrioritizedReplayBuffer(
+    return ReplayBuffer(
         init=init,
         add=add,
         sample=sample,
         can_sample=can_sample,
         update_priorities=update_priorities,
         num_items=num_items,
+        gather=gather,
     )

@@ -25,13 +25,13 @@ donated or updated inside ``jit``/``scan``); ``sample`` is one gather of
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import flax.struct
 import jax
 import jax.numpy as jnp
 
+from jaxrl.buffers.base import PriorityParams, ReplayBuffer, ReplaySample
 from jaxrl.validation import check_int
 
 Array = jax.Array
@@ -51,40 +51,6 @@ class ReplayState:
     data: PyTree
     position: Array
     size: Array
-
-
-class ReplaySample(NamedTuple):
-    """A batch of windows of consecutive steps of one environment each.
-
-    Attributes:
-      experience: pytree like the stored data with leaves ``[B, window, ...]``; entry
-        ``[b, j]`` is row ``(time_index[b] + j) mod L`` of env ``env_index[b]``, so
-        ``j = 0..window-1`` are consecutive steps in insertion order. A window may cross
-        an episode boundary (use the ``terminated``/``truncated`` flags, e.g. with
-        ``jaxrl.ops.n_step_bootstrap``, to cut it).
-      time_index: ``[B]`` int32, the storage row of each window's first step, in
-        ``[0, L)``.
-      env_index: ``[B]`` int32, the environment (column) of each window, in ``[0, N)``.
-    """
-
-    experience: PyTree
-    time_index: Array
-    env_index: Array
-
-
-class ReplayBuffer(NamedTuple):
-    """Pure functions of a uniform replay buffer (see :func:`make_uniform_replay`).
-
-    init:       ``(example: pytree of [N, ...]) -> ReplayState``
-    add:        ``(state, batch: pytree of [T, N, ...]) -> ReplayState``
-    sample:     ``(state, key) -> ReplaySample``
-    can_sample: ``(state) -> bool scalar array``
-    """
-
-    init: Callable[[PyTree], ReplayState]
-    add: Callable[[ReplayState, PyTree], ReplayState]
-    sample: Callable[[ReplayState, jax.Array], ReplaySample]
-    can_sample: Callable[[ReplayState], Array]
 
 
 def make_uniform_replay(
@@ -107,20 +73,24 @@ def make_uniform_replay(
         returns; 1 for plain one-step transitions).
 
     Returns:
-      A ``ReplayBuffer(init, add, sample, can_sample)``:
+      A ``ReplayBuffer`` (:mod:`jaxrl.buffers.base`):
 
       * ``init(example)``: ``example`` is a pytree with leaves ``[N, ...]`` (one step of
         all envs, e.g. a ``Transition`` with ``T`` dropped; arrays or
         ``jax.ShapeDtypeStruct``s, only shapes and dtypes are read); allocates zeros
         ``[L, N, ...]`` of the same dtypes, ``position = size = 0``.
-      * ``add(state, batch)``: ``batch`` has leaves ``[T, N, ...]`` with a static
+      * ``add(state, batch, priority=None)``: ``batch`` has leaves ``[T, N, ...]`` with a static
         ``T <= L``; writes rows ``(position + t) mod L`` for ``t < T`` (wrapping around,
         overwriting the oldest rows), advances ``position`` by ``T`` mod ``L`` and
         ``size`` to ``min(size + T, L)``. Values are cast to the stored dtypes.
-      * ``sample(state, key)``: a ``ReplaySample`` with leaves ``[B, window, ...]``. Only
+      * ``sample(state, key)``: a ``ReplaySample`` with leaves ``[B, window, ...]`` and
+        probabilities ``1 / num_items``. Only
         meaningful when ``can_sample(state)``; otherwise it returns stored zeros rather
         than failing (so it can be called unconditionally under ``jit``).
       * ``can_sample(state)``: bool scalar array, ``size >= window``.
+      * ``update_priorities(state, indices, priorities, priority=None)``: ``state``.
+      * ``num_items(state)``: int32, ``N max(size - window + 1, 0)``.
+      * ``gather(state, time_index, env_index)``: the windows starting at those rows.
 
     Raises:
       ValueError: on non-positive arguments or ``capacity < num_envs * window``; from
@@ -154,7 +124,9 @@ def make_uniform_replay(
             size=jnp.zeros((), jnp.int32),
         )
 
-    def add(state: ReplayState, batch: PyTree) -> ReplayState:
+    def add(
+        state: ReplayState, batch: PyTree, priority: PriorityParams | None = None
+    ) -> ReplayState:
         leaves = jax.tree.leaves(batch)
         if not leaves:
             raise ValueError("add expects a non-empty pytree")
@@ -183,6 +155,12 @@ def make_uniform_replay(
             size=jnp.minimum(state.size + num_steps, num_rows).astype(jnp.int32),
         )
 
+    def gather(state: ReplayState, time_index: Any, env_index: Any) -> PyTree:
+        time_index = jnp.asarray(time_index, jnp.int32)
+        env_index = jnp.asarray(env_index, jnp.int32)
+        rows = (time_index[:, None] + jnp.arange(window, dtype=jnp.int32)) % num_rows  # [B, W]
+        return jax.tree.map(lambda x: x[rows, env_index[:, None]], state.data)
+
     def sample(state: ReplayState, key: jax.Array) -> ReplaySample:
         # One draw over all (start offset, env) pairs: uniform over the valid pairs.
         num_starts = jnp.maximum(state.size - window + 1, 1)
@@ -190,11 +168,32 @@ def make_uniform_replay(
         offset, env_index = flat // num_envs, (flat % num_envs).astype(jnp.int32)
         oldest = (state.position - state.size) % num_rows
         time_index = ((oldest + offset) % num_rows).astype(jnp.int32)
-        rows = (time_index[:, None] + jnp.arange(window, dtype=jnp.int32)) % num_rows  # [B, W]
-        experience = jax.tree.map(lambda x: x[rows, env_index[:, None]], state.data)
-        return ReplaySample(experience=experience, time_index=time_index, env_index=env_index)
+        count = jnp.maximum(num_items(state), 1).astype(jnp.float32)
+        return ReplaySample(
+            experience=gather(state, time_index, env_index),
+            time_index=time_index,
+            env_index=env_index,
+            indices=time_index * num_envs + env_index,
+            probabilities=jnp.full((batch_size,), 1.0, jnp.float32) / count,
+        )
 
     def can_sample(state: ReplayState) -> Array:
         return state.size >= window
 
-    return ReplayBuffer(init=init, add=add, sample=sample, can_sample=can_sample)
+    def num_items(state: ReplayState) -> Array:
+        return (jnp.maximum(state.size - window + 1, 0) * num_envs).astype(jnp.int32)
+
+    def update_priorities(
+        state: ReplayState, indices: Any, priorities: Any, priority: Any = None
+    ) -> ReplayState:
+        return state
+
+    return ReplayBuffer(
+        init=init,
+        add=add,
+        sample=sample,
+        can_sample=can_sample,
+        update_priorities=update_priorities,
+        num_items=num_items,
+        gather=gather,
+    )

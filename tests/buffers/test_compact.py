@@ -7,6 +7,7 @@ references below work from that full per-env history, one item at a time, and ne
 look at the buffer's storage.
 """
 
+import functools
 import re
 
 import jax
@@ -15,11 +16,8 @@ import numpy as np
 import pytest
 
 from jaxrl.buffers import sum_tree
-from jaxrl.buffers.compact import (
-    CompactReplayState,
-    CompactSample,
-    make_compact_replay,
-)
+from jaxrl.buffers.base import PriorityParams, ReplaySample
+from jaxrl.buffers.compact import CompactReplayState, make_compact_replay
 from jaxrl.ops import n_step_bootstrap
 from jaxrl.types import Transition
 
@@ -152,6 +150,16 @@ def _ref_window(h, g, e, n):
         "gid": h.gid[sl, e],
         "vec": h.vec[sl, e],
     }
+
+
+def _bind(buffer, alpha=0.6, eps=1e-6):
+    """``buffer`` with ``PriorityParams(alpha, eps)`` bound into ``add`` and
+    ``update_priorities`` (an agent passes its hparams instead)."""
+    p = PriorityParams(jnp.float32(alpha), jnp.float32(eps))
+    return buffer._replace(
+        add=functools.partial(buffer.add, priority=p),
+        update_priorities=functools.partial(buffer.update_priorities, priority=p),
+    )
 
 
 def _numpy(tree):
@@ -313,7 +321,7 @@ def test_uniform_sampling_covers_valid_items_only_and_evenly(sizes):
     M = want.sum()
     assert 0 < M < L * N
     out = jax.jit(buffer.sample)(state, jax.random.key(0))
-    assert isinstance(out, CompactSample)
+    assert isinstance(out, ReplaySample)
     for x in (out.indices, out.time_index, out.env_index):
         assert x.dtype == jnp.int32 and x.shape == (B,)
     idx = np.asarray(out.indices)
@@ -348,12 +356,11 @@ def test_empty_buffer_cannot_sample():
 def test_prioritized_weights_follow_the_rules():
     N, capacity, n, alpha, eps = 2, 2 * 14, 2, 0.7, 0.01
     h = _History(N, 120, 3, seed=3, p_end=0.2)
-    buffer = _make(h, capacity, n, mode="prioritized", alpha=alpha, eps=eps, batch_size=16)
+    buffer = _bind(_make(h, capacity, n, mode="prioritized", batch_size=16), alpha, eps)
     L = capacity // N
     rng = np.random.default_rng(0)
     state = buffer.init()
     add, update = jax.jit(buffer.add), jax.jit(buffer.update_priorities)
-    assert float(state.alpha) == pytest.approx(alpha) and float(state.eps) == pytest.approx(eps)
     expected = np.zeros((L, N))  # reference leaves
     steps_before = np.full((L, N), None, dtype=object)
     max_p = 1.0
@@ -392,7 +399,7 @@ def test_prioritized_weights_follow_the_rules():
 def test_update_priorities_changes_sampling_frequencies():
     N, capacity, n, B = 2, 2 * 16, 1, 4000
     h = _History(N, 40, 4, seed=5, p_end=0.15)
-    buffer = _make(h, capacity, n, mode="prioritized", alpha=1.0, eps=0.0, batch_size=B)
+    buffer = _bind(_make(h, capacity, n, mode="prioritized", batch_size=B), 1.0, 0.0)
     L = capacity // N
     state, add = buffer.init(), jax.jit(buffer.add)
     for t0 in range(0, 40, 8):
@@ -421,7 +428,7 @@ def test_update_priorities_changes_sampling_frequencies():
 def test_zero_priority_keeps_an_item_valid_but_practically_never_drawn():
     N, L = 2, 10
     h = _History(N, 20, 2, seed=2, p_end=0.0)  # one long episode per env
-    buffer = _make(h, N * L, 1, mode="prioritized", eps=0.0, alpha=0.5, batch_size=256)
+    buffer = _bind(_make(h, N * L, 1, mode="prioritized", batch_size=256), 0.5, 0.0)
     state = jax.jit(buffer.add)(buffer.init(), h.rollout(0, 8))
     items = np.flatnonzero(_leaves(state, L, N) > 0)
     count = int(buffer.num_items(state))
@@ -456,7 +463,7 @@ def _assert_trees_equal(a, b, index=None):
 def test_inside_scan_matches_sequential():
     N, T, chunks = 2, 3, 7
     h = _History(N, T * chunks, 2, seed=7, p_end=0.3)
-    buffer = _make(h, 2 * 8, 2, mode="prioritized", batch_size=8)
+    buffer = _bind(_make(h, 2 * 8, 2, mode="prioritized", batch_size=8))
     rollouts = [h.rollout(T * i, T) for i in range(chunks)]
     stacked = jax.tree.map(lambda *x: np.stack(x), *rollouts)
     keys = jax.random.split(jax.random.key(1), chunks)
@@ -481,7 +488,7 @@ def test_inside_scan_matches_sequential():
 def test_vmap_over_buffer_states():
     N, K = 2, 3
     h = _History(N, 40, 3, seed=11, p_end=0.25)
-    buffer = _make(h, 2 * 9, 2, mode="prioritized", batch_size=8)
+    buffer = _bind(_make(h, 2 * 9, 2, mode="prioritized", batch_size=8))
     add = jax.jit(buffer.add)
     members = []
     for k in range(K):  # members holding different amounts of data
@@ -510,7 +517,7 @@ def test_add_and_update_priorities_work_in_place(mode):
     """No op of the compiled programs copies a capacity-sized array (e.g. the tree)."""
 
     N, T, capacity = 4, 3, 4 * 50_000
-    buffer = make_compact_replay(capacity, N, 8, (2, 2, 4), "uint8", window=3, mode=mode)
+    buffer = _bind(make_compact_replay(capacity, N, 8, (2, 2, 4), "uint8", window=3, mode=mode))
     state = jax.eval_shape(buffer.init)
     rollout = Transition(
         obs=jax.ShapeDtypeStruct((T, N, 2, 2, 4), jnp.uint8),
@@ -564,7 +571,6 @@ def test_extras_in_rlhive_order_and_bad_arguments():
         (dict(stack_padding="edge"), "stack_padding"),
         (dict(window=0), "window"),
         (dict(extras={"x": 3}), "extras"),
-        (dict(alpha=-1.0), "alpha"),
         (dict(branching=3), "branching"),
     ]:
         with pytest.raises(ValueError, match=match):

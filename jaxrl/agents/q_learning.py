@@ -1,0 +1,390 @@
+"""The Q-learning agent that DQN and Rainbow are configurations of.
+
+Read top to bottom: ``QLearningConfig`` (the options every Q-learning agent shares, with
+their ranges; DQN's and Rainbow's configs subclass it), the hparams and state, then
+``make_q_agent``, which assembles the parts
+
+* a ``ValueHead`` (``agents/value_heads.py``): the network head, greedy values, target
+  construction, loss and priorities (expected value, C51, or a new one);
+* a ``ReplayBuffer`` (``buffers/base.py``): uniform, prioritized or compact storage;
+* ``Exploration``: noisy nets and/or epsilon-greedy;
+* ``Prioritization``: importance weights and priority updates, or none;
+
+into ``init``, ``act`` and ``update``. ``update`` inserts the rollout ``[T, num_envs]``
+into the replay buffer held in the state and, once ``learning_starts`` env steps have been
+seen, takes ``updates_per_rollout`` gradient steps. The learning branch is a ``lax.cond``
+on the env-step counter, which only grows by constants, so it stays unbatched (a real
+branch) under ``vmap`` over seeds or hyperparameters.
+
+Legal actions: for a dict observation with ``"action_mask"`` (``types.ACTION_MASK``),
+greedy, epsilon-greedy (uniform among legal actions) and noisy acting pick only legal
+actions, and bootstrap targets select among the legal actions of the bootstrap
+observation. Networks see ``types.main_obs(obs)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Literal, NamedTuple
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxrl.agents.value_heads import ValueHead
+from jaxrl.buffers import (
+    PriorityParams,
+    ReplayBuffer,
+    make_compact_replay,
+    make_prioritized_replay,
+    make_uniform_replay,
+)
+from jaxrl.networks import QNetwork, make_torso
+from jaxrl.ops import (
+    epsilon_greedy,
+    importance_weights,
+    linear_schedule,
+    n_step_bootstrap,
+    soft_update,
+)
+from jaxrl.types import (
+    Agent,
+    ConfigError,
+    Discrete,
+    EnvSpec,
+    Transition,
+    action_mask,
+    main_obs,
+    masked_argmax,
+)
+from jaxrl.validation import Options, option
+
+
+@dataclasses.dataclass(frozen=True)
+class QLearningConfig(Options):
+    """The options of every Q-learning agent, with DQN's defaults (``DQNConfig`` documents
+    them; ``RainbowConfig`` overrides its own). Ranges are declared beside each field."""
+
+    hidden_sizes: tuple[int, ...] = option((120, 84), gt=0)
+    torso: Literal["auto", "mlp", "nature", "impala", "minatar"] = "auto"
+    dueling: bool = False
+    double: bool = False
+    n_step: int = option(1, ge=1)
+    loss: Literal["huber", "mse"] = "huber"
+    lr: float = option(2.5e-4, gt=0)
+    adam_eps: float = option(1e-8, ge=0)
+    gamma: float = option(0.99, ge=0, le=1)
+    buffer_size: int = option(10_000, ge=1)
+    batch_size: int = option(128, ge=1)
+    learning_starts: int = option(10_000, ge=0)
+    updates_per_rollout: int = option(1, ge=1)
+    target_update_period: int = option(500, ge=1)
+    tau: float = option(1.0, gt=0, le=1)
+    epsilon_start: float = option(1.0, ge=0, le=1)
+    epsilon_end: float = option(0.05, ge=0, le=1)
+    epsilon_decay_steps: int = option(250_000, ge=0)
+    eval_epsilon: float = option(0.0, ge=0, le=1)
+    max_grad_norm: float | None = option(10.0, gt=0)
+    reward_clip: float | None = option(None, gt=0)
+
+
+@flax.struct.dataclass
+class QHparams:
+    """Continuous hyperparameters, kept in the state so a sweep can vmap over them."""
+
+    lr: jax.Array
+    gamma: jax.Array
+    tau: jax.Array
+    epsilon_start: jax.Array
+    epsilon_end: jax.Array
+    eval_epsilon: jax.Array
+
+
+@flax.struct.dataclass
+class PrioritizedHparams(QHparams):
+    """With prioritized replay: the importance exponent's start and the priority knobs
+    that the buffer takes as arguments (``buffers.PriorityParams``)."""
+
+    beta_start: jax.Array
+    alpha: jax.Array | float = 0.5  # Rainbow's defaults, for hparams built by hand
+    priority_eps: jax.Array | float = 1e-6
+
+
+@flax.struct.dataclass
+class QLearningState:
+    params: Any
+    target_params: Any
+    opt_state: Any
+    buffer: Any
+    step: jax.Array  # int32 env steps given to update
+    updates: jax.Array  # int32 gradient steps taken
+    hparams: QHparams
+
+
+class Exploration(NamedTuple):
+    """Noisy linear layers in the head (``noisy``, initial scale ``sigma0``) and/or
+    epsilon-greedy acting (``by_epsilon``)."""
+
+    noisy: bool = False
+    sigma0: float = 0.5
+    by_epsilon: bool = True
+
+
+class Prioritization(NamedTuple):
+    """Prioritized replay (Schaul et al. 2016): importance exponent annealed linearly from
+    ``hparams.beta_start`` to 1 over ``beta_decay_steps`` env steps."""
+
+    beta_decay_steps: int
+
+
+def masked_epsilon_greedy(
+    key: jax.Array, q_values: jax.Array, epsilon: jax.Array, mask: jax.Array | None
+) -> jax.Array:
+    """``ops.epsilon_greedy`` among legal actions: the random action is uniform over the
+    legal ones, the greedy one the best legal one. ``mask`` None: exactly
+    ``ops.epsilon_greedy`` (same keys, same draws)."""
+    if mask is None:
+        return epsilon_greedy(key, q_values, epsilon)
+    explore_key, action_key = jax.random.split(key)
+    explore = jax.random.uniform(explore_key, q_values.shape[:-1]) < epsilon
+    logits = jnp.where(mask, 0.0, -jnp.inf)
+    random_actions = jax.random.categorical(action_key, logits).astype(jnp.int32)
+    return jnp.where(explore, random_actions, masked_argmax(q_values, mask))
+
+
+def make_network(spec: EnvSpec, cfg: QLearningConfig, head: ValueHead, x: Exploration):
+    """The torso ``cfg.torso`` and the value head's module on it."""
+    module = head.network(spec.action_space.n, cfg.dueling, x.noisy, x.sigma0)
+    return QNetwork(torso=make_torso(cfg.torso, spec.obs_shape, cfg.hidden_sizes), head=module)
+
+
+def make_replay(
+    spec: EnvSpec, cfg: QLearningConfig, name: str, storage: str, prioritized: bool
+) -> ReplayBuffer:
+    """The replay buffer of ``cfg.buffer_size`` transitions and ``cfg.n_step`` windows:
+    ``storage`` ``"compact"`` (frames stored once, ``buffers/compact.py``), ``"full"``
+    (``buffers/replay.py``, ``buffers/prioritized.py``) or ``"auto"`` (compact for
+    stacked uint8 images ``[H, W, stack]``); ``ConfigError`` naming agent ``name`` if it
+    cannot be built (e.g. a capacity below ``num_envs * n_step``)."""
+    image_obs = len(spec.obs_shape) == 3 and spec.obs_dtype == "uint8"
+    try:
+        if storage == "compact" or (storage == "auto" and image_obs):
+            return make_compact_replay(
+                cfg.buffer_size,
+                spec.num_envs,
+                cfg.batch_size,
+                spec.obs_shape,
+                spec.obs_dtype,
+                window=cfg.n_step,
+                stack=spec.obs_shape[-1] if image_obs else 0,
+                mode="prioritized" if prioritized else "uniform",
+                obs_extras={e.name: (e.shape, e.dtype) for e in spec.obs_extras},
+            )
+        make = make_prioritized_replay if prioritized else make_uniform_replay
+        return make(cfg.buffer_size, spec.num_envs, cfg.batch_size, window=cfg.n_step)
+    except ValueError as e:
+        raise ConfigError(f"agent '{name}': {e}") from None
+
+
+class _Parts(NamedTuple):
+    spec: EnvSpec
+    cfg: QLearningConfig
+    head: ValueHead
+    buffer: ReplayBuffer
+    network: QNetwork
+    optimizer: optax.GradientTransformation
+    explore: Exploration
+    prioritization: Prioritization | None
+    hparams: type
+
+
+def _apply(p: _Parts, params, obs, key, deterministic=False):
+    if not p.explore.noisy or deterministic:
+        return p.network.apply(params, main_obs(obs), deterministic=True)
+    return p.network.apply(params, main_obs(obs), rngs={"noise": key})
+
+
+def _split(p: _Parts, key: jax.Array, n: int) -> list:
+    """``n`` keys for noisy forward passes; no PRNG work when the nets are not noisy."""
+    return list(jax.random.split(key, n)) if p.explore.noisy else [None] * n
+
+
+def _priority(p: _Parts, state: QLearningState) -> PriorityParams | None:
+    if p.prioritization is None:
+        return None
+    return PriorityParams(state.hparams.alpha, state.hparams.priority_eps)
+
+
+def _epsilon(p: _Parts, state: QLearningState, explore: bool) -> jax.Array:
+    h = state.hparams
+    if not explore:
+        return h.eval_epsilon
+    if not p.explore.by_epsilon:
+        return jnp.zeros((), jnp.float32)
+    return linear_schedule(h.epsilon_start, h.epsilon_end, p.cfg.epsilon_decay_steps)(state.step)
+
+
+def _init(p: _Parts, key: jax.Array) -> QLearningState:
+    params_key, noise_key = jax.random.split(key)
+    obs = jnp.zeros((1, *p.spec.obs_shape), p.spec.obs_dtype)
+    params = p.network.init({"params": params_key, "noise": noise_key}, obs)
+    n = p.spec.num_envs
+    obs_example = jax.tree.map(lambda s: jnp.zeros((n, *s.shape), s.dtype), p.spec.obs_spec)
+    example = Transition(
+        obs=obs_example,
+        action=jnp.zeros((n,), jnp.int32),
+        reward=jnp.zeros((n,), jnp.float32),
+        next_obs=obs_example,
+        terminated=jnp.zeros((n,), bool),
+        truncated=jnp.zeros((n,), bool),
+        extras={},
+    )
+    fields = {f.name for f in dataclasses.fields(p.hparams)}
+    hparams = p.hparams(**{k: jnp.asarray(getattr(p.cfg, k), jnp.float32) for k in fields})
+    return QLearningState(
+        params=params,
+        target_params=params,
+        opt_state=p.optimizer.init(params),
+        buffer=p.buffer.init(example),
+        step=jnp.zeros((), jnp.int32),
+        updates=jnp.zeros((), jnp.int32),
+        hparams=hparams,
+    )
+
+
+def _act(p: _Parts, state: QLearningState, obs, carry, key: jax.Array, explore: bool = True):
+    noise_key, key = jax.random.split(key) if p.explore.noisy else (None, key)
+    q = p.head.q_values(_apply(p, state.params, obs, noise_key, deterministic=not explore))
+    action = masked_epsilon_greedy(key, q, _epsilon(p, state, explore), action_mask(obs))
+    return action, carry, {}
+
+
+def _targets(p: _Parts, state: QLearningState, params, batch: Transition, keys):
+    """The head's target from the n-step window's bootstrap observation."""
+    reward = batch.reward
+    if p.cfg.reward_clip is not None:
+        reward = jnp.clip(reward, -p.cfg.reward_clip, p.cfg.reward_clip)
+    nstep = n_step_bootstrap(reward, batch.terminated, batch.truncated, state.hparams.gamma)
+    rows = jnp.arange(reward.shape[0])
+    bootstrap_obs = jax.tree.map(lambda x: x[rows, nstep.bootstrap_index], batch.next_obs)
+    next_target = _apply(p, state.target_params, bootstrap_obs, keys[0])
+    next_select = None
+    if p.cfg.double:
+        next_select = p.head.q_values(_apply(p, params, bootstrap_obs, keys[1]))
+    mask = action_mask(bootstrap_obs)
+    return p.head.target(next_target, next_select, mask, nstep.reward_sum, nstep.bootstrap_discount)
+
+
+def _loss(p: _Parts, params, batch: Transition, target, weights, key):
+    rows = jnp.arange(batch.action.shape[0])
+    obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
+    online = _apply(p, params, obs, key)[rows, batch.action[:, 0]]
+    losses, priorities = p.head.loss(online, target)
+    q_taken = p.head.q_values(online)
+    return (weights * losses).mean(), (jax.lax.stop_gradient(priorities), q_taken.mean())
+
+
+def _gradient_step(p: _Parts, state: QLearningState, carry, key):
+    """One minibatch step. ``carry`` holds what changes: params, optimizer state and,
+    with prioritized replay only, the buffer (its priorities); a uniform buffer stays in
+    ``state`` so that it is not threaded (and copied) through the loop."""
+    params, opt_state, buffer_state = carry
+    prioritized = p.prioritization is not None
+    noisy = p.explore.noisy
+    sample_key, *noise_keys = [key, *_split(p, key, 3)] if noisy else [key, None, None, None]
+    sample = p.buffer.sample(buffer_state if prioritized else state.buffer, sample_key)
+    batch = sample.experience
+    target = _targets(p, state, params, batch, noise_keys[:2])
+    if prioritized:
+        decay = p.prioritization.beta_decay_steps
+        beta = linear_schedule(state.hparams.beta_start, 1.0, decay)(state.step)
+        weights = importance_weights(sample.probabilities, p.buffer.num_items(buffer_state), beta)
+    else:
+        weights = jnp.ones(batch.action.shape[:1], jnp.float32)
+    loss_fn = functools.partial(_loss, p)
+    (loss, (priorities, q_mean)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+        params, batch, target, weights, noise_keys[2]
+    )
+    if prioritized:
+        buffer_state = p.buffer.update_priorities(
+            buffer_state, sample.indices, priorities, _priority(p, state)
+        )
+    updates, opt_state = p.optimizer.update(grads, opt_state, params)
+    updates = jax.tree.map(lambda u: -state.hparams.lr * u, updates)
+    params = optax.apply_updates(params, updates)
+    return (params, opt_state, buffer_state), (loss, q_mean)
+
+
+def _learn(p: _Parts, state: QLearningState, key: jax.Array):
+    keys = jax.random.split(key, p.cfg.updates_per_rollout)
+    carried = state.buffer if p.prioritization is not None else None
+    step = lambda carry, key: _gradient_step(p, state, carry, key)
+    carry, (loss, q_mean) = jax.lax.scan(step, (state.params, state.opt_state, carried), keys)
+    return (*carry, loss.mean(), q_mean.mean())
+
+
+def _skip(p: _Parts, state: QLearningState, key: jax.Array):
+    nan = jnp.full((), jnp.nan, jnp.float32)
+    carried = state.buffer if p.prioritization is not None else None
+    return state.params, state.opt_state, carried, nan, nan
+
+
+def _update(p: _Parts, state: QLearningState, rollout: Transition, key: jax.Array):
+    rollout = rollout._replace(extras={})
+    env_steps = rollout.reward.shape[0] * rollout.reward.shape[1]
+    buffer = p.buffer.add(state.buffer, rollout, _priority(p, state))
+    state = state.replace(buffer=buffer, step=state.step + env_steps)
+    learning = (state.step >= p.cfg.learning_starts) & p.buffer.can_sample(state.buffer)
+    learn, skip = functools.partial(_learn, p), functools.partial(_skip, p)
+    params, opt_state, buffer_state, loss, q_mean = jax.lax.cond(learning, learn, skip, state, key)
+    # Target update whenever the env-step counter crossed a multiple of the period.
+    period = p.cfg.target_update_period
+    crossed = (state.step // period) > ((state.step - env_steps) // period)
+    tau = jnp.where(crossed & learning, state.hparams.tau, 0.0)
+    state = state.replace(
+        params=params,
+        opt_state=opt_state,
+        buffer=buffer_state if p.prioritization is not None else state.buffer,
+        target_params=soft_update(state.target_params, params, tau),
+        updates=state.updates + jnp.where(learning, p.cfg.updates_per_rollout, 0),
+    )
+    metrics = {"loss": loss, "q_mean": q_mean, "epsilon": _epsilon(p, state, True)}
+    return state, metrics
+
+
+def make_q_agent(
+    spec: EnvSpec,
+    cfg: QLearningConfig,
+    head: ValueHead,
+    buffer: ReplayBuffer,
+    exploration: Exploration = Exploration(),
+    prioritization: Prioritization | None = None,
+    name: str = "q_learning",
+) -> Agent:
+    """The Q-learning agent of these parts (module docstring). ``prioritization`` must be
+    given iff ``buffer`` is prioritized; ``cfg`` then needs ``beta_start``, ``alpha`` and
+    ``priority_eps`` (they go into ``hparams``)."""
+    if not isinstance(spec.action_space, Discrete):
+        raise ConfigError(
+            f"agent '{name}' needs a discrete action space, but {spec.name} has a continuous "
+            f"one {spec.action_space}; use a discrete-action env such as CartPole-v1"
+        )
+    clip = [optax.clip_by_global_norm(cfg.max_grad_norm)] if cfg.max_grad_norm else []
+    parts = _Parts(
+        spec=spec,
+        cfg=cfg,
+        head=head,
+        buffer=buffer,
+        network=make_network(spec, cfg, head, exploration),
+        optimizer=optax.chain(*clip, optax.scale_by_adam(eps=cfg.adam_eps)),
+        explore=exploration,
+        prioritization=prioritization,
+        hparams=QHparams if prioritization is None else PrioritizedHparams,
+    )
+    return Agent(
+        init=functools.partial(_init, parts),
+        act=functools.partial(_act, parts),
+        update=functools.partial(_update, parts),
+    )
