@@ -154,3 +154,17 @@ def test_torso_option_picks_the_cnn(shape, torso, layers):
     assert layers <= set(state.params["params"]["actor_torso"])
     with pytest.raises(ConfigError, match="torso 'impala' needs image observations"):
         agents.make("ppo", envs.make("CartPole").spec, torso="impala")
+
+
+def test_integer_observations_are_divided_by_255_in_the_mlp_torso_too():
+    from jaxrl.types import Discrete, EnvSpec
+
+    spec = lambda dtype: EnvSpec("bytes", (6,), dtype, Discrete(3), 2, 100)
+    cfg = agents.ppo.PPOConfig(hidden_sizes=(8,), torso="mlp")
+    obs = jax.random.randint(jax.random.PRNGKey(1), (4, 6), 0, 256).astype(jnp.uint8)
+    params = agents.make("ppo", spec("uint8"), **TINY).init(jax.random.PRNGKey(0)).params
+    as_bytes = make_network(spec("uint8"), cfg).apply(params, obs)
+    as_floats = make_network(spec("float32"), cfg).apply(params, obs / 255.0)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6), as_bytes, as_floats)
+    unscaled = make_network(spec("float32"), cfg).apply(params, obs.astype(jnp.float32))
+    assert not np.allclose(unscaled[1], as_bytes[1])
