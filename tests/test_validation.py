@@ -55,3 +55,40 @@ def test_optional_accepts_none():
     assert coerce(None, float | None, "x") is None
     with pytest.raises(ConfigError):
         coerce(None, float, "x")
+
+
+def test_option_ranges_are_checked_and_inherited():
+    import dataclasses
+    import math
+
+    from jaxrl.validation import Options, option
+
+    @dataclasses.dataclass(frozen=True)
+    class Base(Options):
+        lr: float = option(1e-3, gt=0)
+        gamma: float = option(0.99, ge=0, le=1)
+        sizes: tuple[int, ...] = option((8,), ge=1, min_len=1)
+        clip: float | None = option(None, gt=0)
+
+    @dataclasses.dataclass(frozen=True)
+    class Variant(Base):  # declares only what it changes
+        lr: float = option(5e-3, gt=0)
+
+    assert dataclasses.asdict(Variant()) == dataclasses.asdict(Base(lr=5e-3))
+    assert Variant(gamma=1.0).gamma == 1.0
+    bad = [
+        (dict(lr=0.0), "lr must be in (0, inf), got 0.0"),
+        (dict(lr=-1.0), "lr must be in (0, inf)"),
+        (dict(lr=math.inf), "lr must be in (0, inf), got inf"),
+        (dict(gamma=math.nan), "gamma must be in [0, 1], got nan"),
+        (dict(gamma=1.5), "gamma must be in [0, 1], got 1.5"),
+        (dict(sizes=()), "sizes needs at least 1 entries"),
+        (dict(sizes=(8, 0)), "sizes must be in [1, inf), got (8, 0)"),
+        (dict(clip=0.0), "clip must be in (0, inf)"),
+    ]
+    for kwargs, message in bad:
+        with pytest.raises(ValueError) as e:
+            Variant(**kwargs)
+        assert str(e.value).startswith(message), (kwargs, str(e.value))
+    with pytest.raises(ConfigError, match="agent 'x': gamma must be in"):
+        build_config(Variant, {"gamma": 2}, "agent 'x'")

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxrl.types import Array, Box, Discrete, Env, EnvSpec, PRNGKey, TimeStep
+from jaxrl.types import Array, ArraySpec, Box, Discrete, Env, EnvSpec, PRNGKey, TimeStep
 from jaxrl.validation import check_int
 
 ResetFn = Callable[[PRNGKey], tuple[Any, Array]]
@@ -48,9 +48,11 @@ class VectorEnvState(NamedTuple):
     episode_length: Array
 
 
-def _where(done: Array, new: Array, old: Array) -> Array:
-    """``new`` where ``done`` ``[N]`` else ``old``, broadcasting over trailing axes."""
-    return jnp.where(done.reshape(done.shape + (1,) * (new.ndim - 1)), new, old)
+def _where(done: Array, new: Any, old: Any) -> Any:
+    """``new`` where ``done`` ``[N]`` else ``old`` (pytrees), broadcasting over trailing axes."""
+    return jax.tree.map(
+        lambda n, o: jnp.where(done.reshape(done.shape + (1,) * (n.ndim - 1)), n, o), new, old
+    )
 
 
 def make_vector_env(
@@ -63,6 +65,7 @@ def make_vector_env(
     num_envs: int,
     reset_fn: ResetFn,
     step_fn: StepFn,
+    obs_extras: tuple[ArraySpec, ...] = (),
 ) -> Env:
     """Vectorize a single-environment core and add time limit, episode stats and auto-reset.
 
@@ -72,9 +75,12 @@ def make_vector_env(
       action_space: ``Discrete`` (actions ``[N]`` int) or ``Box`` (``[N, *shape]`` float).
       max_episode_steps: episodes are truncated after this many steps.
       num_envs: number ``N`` of environments stepped in lock-step.
-      reset_fn: ``key -> (state, obs)`` for one environment.
+      reset_fn: ``key -> (state, obs)`` for one environment; ``obs`` is an array, or with
+        ``obs_extras`` a dict ``{"obs": main, extra.name: ...}`` (``jaxrl.types``).
       step_fn: ``(state, action, key) -> (state, obs, reward, terminated)`` for one
         environment; ``reward`` and ``terminated`` are scalars.
+      obs_extras: further observation entries (e.g. ``ArraySpec("action_mask", (A,),
+        "bool")``); each leaf is cast to its declared dtype.
 
     Returns:
       An ``Env`` whose ``reset(key)`` and ``step(env_state, action [N, ...], key)`` return
@@ -99,14 +105,17 @@ def make_vector_env(
         action_space=action_space,
         num_envs=num_envs,
         max_episode_steps=max_episode_steps,
+        obs_extras=tuple(obs_extras),
     )
+    dtypes = jax.tree.map(lambda s: s.dtype, spec.obs_spec)
+    cast = lambda obs: jax.tree.map(lambda x, dtype: x.astype(dtype), obs, dtypes)
     action_shape = (num_envs, *action_space.shape)
     v_reset = jax.vmap(reset_fn)
     v_step = jax.vmap(step_fn)
 
     def reset(key: PRNGKey) -> tuple[VectorEnvState, TimeStep]:
         core, obs = v_reset(jax.random.split(key, num_envs))
-        obs = obs.astype(obs_dtype)
+        obs = cast(obs)
         zeros_f = jnp.zeros((num_envs,), jnp.float32)
         zeros_i = jnp.zeros((num_envs,), jnp.int32)
         false = jnp.zeros((num_envs,), bool)
@@ -121,7 +130,7 @@ def make_vector_env(
             )
         keys = jax.random.split(key, 2 * num_envs)  # one split: each call site costs compile time
         core, obs, reward, terminated = v_step(state.core, action, keys[:num_envs])
-        obs = obs.astype(obs_dtype)
+        obs = cast(obs)
         reward = reward.astype(jnp.float32)
         terminated = terminated.astype(bool)
         ep_return = state.episode_return + reward
@@ -130,8 +139,8 @@ def make_vector_env(
         done = terminated | truncated
 
         reset_core, reset_obs = v_reset(keys[num_envs:])
-        core = jax.tree.map(lambda new, old: _where(done, new, old), reset_core, core)
-        next_obs = _where(done, reset_obs.astype(obs_dtype), obs)
+        core = _where(done, reset_core, core)
+        next_obs = _where(done, cast(reset_obs), obs)
         info = {
             "final_obs": obs,
             "episode_return": jnp.where(done, ep_return, 0.0),
