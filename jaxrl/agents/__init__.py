@@ -87,7 +87,7 @@ def make(name: str, spec: EnvSpec, **overrides: Any) -> Agent:
 
 
 def _register_builtins() -> None:
-    from jaxrl.agents import dqn, ppo, rainbow, random_agent
+    from jaxrl.agents import a2c, dqn, ppo, rainbow, random_agent
 
     register(
         "dqn",
@@ -111,8 +111,8 @@ def _register_builtins() -> None:
     )
     register(
         "a2c",
-        ppo.make_a2c,
-        config=ppo.A2CConfig,
+        a2c.make_a2c,
+        config=a2c.A2CConfig,
         description="synchronous advantage actor-critic (Mnih et al. 2016), discrete or "
         "continuous actions",
     )

@@ -6,7 +6,8 @@ A rollout arrives from the runner as a ``Transition`` with leading axes ``[T, N]
 ``shuffled_minibatches`` draws one random permutation of it and reshapes to
 ``[num_minibatches, T * N / num_minibatches]``, so that an epoch is one ``lax.scan`` over
 the leading axis, every sample is used once per epoch, and no Python loop is unrolled
-(PureJaxRL; CleanRL's ``b_inds`` shuffling).
+(PureJaxRL; CleanRL's ``b_inds`` shuffling). Both work on any pytree whose leaves share
+those leading axes (dict observations included); ``agents/on_policy.py`` runs the epochs.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ class RolloutBatch(NamedTuple):
     """What a policy-gradient update needs per sample, leading axes ``[T, N]`` or ``[B]``.
 
     Attributes:
-      obs: observations the policy acted on (normalized if the agent normalizes).
+      obs: observations the policy acted on: an array, or a dict observation pytree
+        (``types.main_obs`` normalized if the agent normalizes; the legal-action mask
+        travels with it, so the loss masks what acting masked).
       action: the sampled action (for a Gaussian policy: before clipping to the box).
       log_prob: ``log pi_old(action | obs)`` float32.
       value: ``V_old(obs)`` float32.
@@ -30,7 +33,7 @@ class RolloutBatch(NamedTuple):
       target: value target (``advantage + value``) float32.
     """
 
-    obs: Array
+    obs: Any
     action: Array
     log_prob: Array
     value: Array

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 
 import flax.linen as nn
 import jax
-import jax.numpy as jnp
 
+from jaxrl.networks.torsos import _scale as scale_obs  # the one home of the /255 scaling
 from jaxrl.networks.torsos import cnn_torso
 
 Array = jax.Array
@@ -41,7 +41,8 @@ def _dense(size: int, gain: float) -> nn.Dense:
 
 
 class PolicyMLP(nn.Module):
-    """MLP torso with orthogonal init: ``[..., *obs_shape]`` (flattened, cast to float32)
+    """MLP torso with orthogonal init: ``[..., *obs_shape]`` (flattened, cast to float32;
+    integer inputs divided by 255 like every torso's, ``torsos._scale``)
     -> ``[..., hidden_sizes[-1]]``, ``activation`` after every layer."""
 
     hidden_sizes: Sequence[int]
@@ -50,7 +51,7 @@ class PolicyMLP(nn.Module):
 
     @nn.compact
     def __call__(self, obs: Array) -> Array:
-        x = obs.astype(jnp.float32)
+        x = scale_obs(obs)
         x = x.reshape(x.shape[: x.ndim - self.obs_ndim] + (-1,))
         for size in self.hidden_sizes:
             x = _ACTIVATIONS[self.activation](_dense(size, math.sqrt(2.0))(x))

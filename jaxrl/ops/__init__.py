@@ -20,9 +20,9 @@ from jaxrl.ops.policy_gradient import (
 )
 from jaxrl.ops.prioritized import importance_weights
 from jaxrl.ops.q_learning import q_learning_td_error
-from jaxrl.ops.returns import NStepTarget, gae, n_step_bootstrap, n_step_returns
+from jaxrl.ops.returns import NStepTarget, gae, n_step_bootstrap
 from jaxrl.ops.schedules import linear_schedule
-from jaxrl.ops.targets import periodic_update, soft_update
+from jaxrl.ops.targets import soft_update
 
 __all__ = [
     "categorical_double_q_target",
@@ -38,9 +38,7 @@ __all__ = [
     "l2_loss",
     "linear_schedule",
     "n_step_bootstrap",
-    "n_step_returns",
     "normalize_advantages",
-    "periodic_update",
     "policy_gradient_loss",
     "ppo_clip_loss",
     "q_learning_td_error",

@@ -5,8 +5,9 @@
   ``[..., D]``; PPO's continuous policy uses a state-independent ``log_std [D]``).
 
 Each has ``*_log_prob``, ``*_entropy``, ``*_sample`` and ``*_mode``; log-probabilities and
-entropies are in nats and float32. The tanh-squashed Gaussian of SAC is in
-``ops/squashed_gaussian.py``.
+entropies are in nats and float32. ``categorical_mask`` restricts a categorical to the
+legal actions of a mask. The tanh-squashed Gaussian of SAC (``ops/squashed_gaussian.py``)
+uses ``gaussian_log_prob`` for its pre-squash density.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 Array = jax.Array
 
@@ -41,6 +43,17 @@ def categorical_entropy(logits: Array) -> Array:
     return -jnp.sum(jnp.exp(log_p) * log_p, axis=-1)
 
 
+def categorical_mask(logits: Array, mask: Array | None) -> Array:
+    """``logits [..., A]`` with every illegal action (``mask [..., A]`` False) set to the
+    lowest finite float of their dtype, so that it has probability 0 for sampling, the mode,
+    the log-probability and the entropy alike (-inf would make the entropy NaN: 0 * -inf).
+    ``mask`` None (no legal-action mask) returns ``logits`` itself. Apply it once, to the
+    logits both acting and the loss see, so that PPO's ratio compares like with like."""
+    if mask is None:
+        return logits
+    return jnp.where(mask, logits, jnp.finfo(logits.dtype).min)
+
+
 def categorical_sample(key: Array, logits: Array) -> Array:
     """One action per row, ``[..., A] -> [...]`` int32 (Gumbel-max)."""
     return jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
@@ -51,7 +64,7 @@ def categorical_mode(logits: Array) -> Array:
     return jnp.argmax(logits, axis=-1).astype(jnp.int32)
 
 
-def gaussian_log_prob(mean: Array, log_std: Array, action: Array) -> Array:
+def gaussian_log_prob(mean: ArrayLike, log_std: ArrayLike, action: ArrayLike) -> Array:
     r"""Log-density of a diagonal Gaussian, summed over the last axis:
 
     .. math::
@@ -59,11 +72,15 @@ def gaussian_log_prob(mean: Array, log_std: Array, action: Array) -> Array:
                       + \tfrac12 \log 2\pi\right].
 
     Args:
-      mean: ``[..., D]``; log_std: broadcastable to ``[..., D]``; action: ``[..., D]``.
+      mean: ``[..., D]``; log_std: broadcastable to ``[..., D]``; action: ``[..., D]``
+        (any of the three may broadcast against the others; SAC passes the pre-squash
+        sample ``u`` as ``action``).
 
     Returns:
       ``[...]`` float32.
     """
+    mean, log_std, action = jnp.asarray(mean), jnp.asarray(log_std), jnp.asarray(action)
+    mean = jnp.broadcast_to(mean, jnp.broadcast_shapes(mean.shape, action.shape))
     log_std = jnp.broadcast_to(log_std, mean.shape)
     z = (action - mean) * jnp.exp(-log_std)
     return jnp.sum(-0.5 * jnp.square(z) - log_std - 0.5 * _LOG_2PI, axis=-1)

@@ -17,7 +17,8 @@ for ``|u| > 9``). With the default box ``[-1, 1]`` the ``log h`` term is zero, w
 convention of SAC's reference code and Stable-Baselines3 (actions normalized to [-1, 1]).
 
 All functions act on the last axis (the action dimensions ``A``) and broadcast over
-leading axes; log-probabilities are summed over ``A``.
+leading axes; log-probabilities are summed over ``A``. The unsquashed Gaussian's density
+is ``ops.distributions.gaussian_log_prob``, shared with PPO's policy.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from jaxrl.ops.distributions import gaussian_log_prob
+
 Array = jax.Array
 
-_LOG_2PI = math.log(2 * math.pi)
 _LOG_2 = math.log(2.0)
 
 
@@ -45,22 +47,6 @@ def tanh_log_det_jacobian(u: ArrayLike) -> Array:
     """
     u = jnp.asarray(u)
     return 2.0 * (_LOG_2 - u - jax.nn.softplus(-2.0 * u))
-
-
-def gaussian_log_prob(u: ArrayLike, mean: ArrayLike, log_std: ArrayLike) -> Array:
-    r"""Diagonal Gaussian log-density summed over the last axis.
-
-    .. math:: \sum_i -\tfrac12\big((u_i - \mu_i)/\sigma_i\big)^2 - \log\sigma_i - \tfrac12\log 2\pi
-
-    Args:
-      u, mean, log_std: float arrays broadcastable to ``[..., A]``.
-
-    Returns:
-      ``[...]`` float array.
-    """
-    u, mean, log_std = jnp.asarray(u), jnp.asarray(mean), jnp.asarray(log_std)
-    z = (u - mean) * jnp.exp(-log_std)
-    return jnp.sum(-0.5 * z**2 - log_std - 0.5 * _LOG_2PI, axis=-1)
 
 
 def squash(u: ArrayLike, low: ArrayLike = -1.0, high: ArrayLike = 1.0) -> Array:
@@ -90,7 +76,7 @@ def squashed_gaussian_log_prob(
     half = (jnp.asarray(high) - jnp.asarray(low)) / 2
     log_half = jnp.broadcast_to(jnp.log(half), jnp.shape(u))
     correction = jnp.sum(tanh_log_det_jacobian(u) + log_half, axis=-1)
-    return gaussian_log_prob(u, mean, log_std) - correction
+    return gaussian_log_prob(mean, log_std, u) - correction
 
 
 def squashed_gaussian_sample(

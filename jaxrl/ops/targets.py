@@ -34,39 +34,3 @@ def soft_update(target_params: Params, online_params: Params, tau: ArrayLike) ->
         target_params,
         online_params,
     )
-
-
-def periodic_update(
-    target_params: Params, online_params: Params, step: ArrayLike, period: ArrayLike
-) -> Params:
-    r"""Hard target update every ``period`` steps (Mnih et al., 2015).
-
-    .. math::
-        \theta' \leftarrow \begin{cases} \theta & \text{step} \bmod \text{period} = 0 \\
-        \theta' & \text{otherwise} \end{cases}
-
-    Implemented with ``jnp.where`` on every leaf (a select, not ``lax.cond``), so it is
-    correct for every batching pattern under ``jax.vmap``: an unbatched ``step`` with
-    batched params broadcasts the same decision to every member, a batched ``step``
-    decides per member. Cost: one elementwise select over the parameters.
-
-    Args:
-      target_params: pytree of arrays, ``theta'``.
-      online_params: pytree with the same structure and shapes, ``theta``.
-      step: int scalar (or array, may be traced), the update counter.
-      period: positive int (Python int or traced integer scalar).
-
-    Returns:
-      Pytree like ``target_params`` (leaves keep the target leaves' dtypes).
-
-    Raises:
-      ValueError: if ``period`` is a Python int smaller than 1.
-    """
-    if isinstance(period, int) and period < 1:
-        raise ValueError(f"period must be >= 1, got {period}")
-    update = jnp.asarray(step) % period == 0
-    return jax.tree.map(
-        lambda t, o: jnp.where(update, o, t).astype(jnp.result_type(t)),
-        target_params,
-        online_params,
-    )

@@ -1,4 +1,4 @@
-"""PPO and A2C: acting, the update's bookkeeping, options, and learning on CartPole."""
+"""PPO: acting, the update's bookkeeping, options, and learning on CartPole."""
 
 import jax
 import jax.numpy as jnp
@@ -89,16 +89,6 @@ def test_update_counts_steps_anneals_lr_and_updates_running_stats():
     np.testing.assert_allclose(metrics["lr"], 2.5e-4 * 0.5)
 
 
-def test_a2c_takes_one_unclipped_step_per_rollout():
-    env = envs.make("CartPole-v1", num_envs=2)
-    agent = agents.make("a2c", env.spec, hidden_sizes=(8,))
-    state = agent.init(jax.random.PRNGKey(0))
-    ro = rollout(agent, state, env, jax.random.PRNGKey(1), T=5)
-    new, metrics = jax.jit(agent.update)(state, ro, jax.random.PRNGKey(2))
-    assert int(new.updates) == 1 and float(metrics["clip_fraction"]) == 0.0
-    assert float(metrics["value_loss"]) > 0
-
-
 def test_hparams_can_be_vmapped():
     env = envs.make("CartPole-v1", num_envs=2)
     agent = agents.make("ppo", env.spec, **TINY)
@@ -123,8 +113,10 @@ def test_user_mistakes_are_config_errors():
         agent.update(state, ro, jax.random.PRNGKey(2))
     with pytest.raises(ConfigError, match="surrogate"):
         agents.make("ppo", env.spec, surrogate=0.1)
-    with pytest.raises(ConfigError, match="surrogate_loss_clip"):
-        agents.make("a2c", env.spec, surrogate_loss_clip=0.1)
+    with pytest.raises(ConfigError, match=r"update_epochs must be in \[1, inf\), got 0"):
+        agents.make("ppo", env.spec, update_epochs=0)
+    with pytest.raises(ConfigError, match="surrogate_loss_clip must be in"):
+        agents.make("ppo", env.spec, surrogate_loss_clip=-0.1)
 
 
 def test_cli_fills_total_steps_from_the_run():
@@ -162,3 +154,17 @@ def test_torso_option_picks_the_cnn(shape, torso, layers):
     assert layers <= set(state.params["params"]["actor_torso"])
     with pytest.raises(ConfigError, match="torso 'impala' needs image observations"):
         agents.make("ppo", envs.make("CartPole").spec, torso="impala")
+
+
+def test_integer_observations_are_divided_by_255_in_the_mlp_torso_too():
+    from jaxrl.types import Discrete, EnvSpec
+
+    spec = lambda dtype: EnvSpec("bytes", (6,), dtype, Discrete(3), 2, 100)
+    cfg = agents.ppo.PPOConfig(hidden_sizes=(8,), torso="mlp")
+    obs = jax.random.randint(jax.random.PRNGKey(1), (4, 6), 0, 256).astype(jnp.uint8)
+    params = agents.make("ppo", spec("uint8"), **TINY).init(jax.random.PRNGKey(0)).params
+    as_bytes = make_network(spec("uint8"), cfg).apply(params, obs)
+    as_floats = make_network(spec("float32"), cfg).apply(params, obs / 255.0)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6), as_bytes, as_floats)
+    unscaled = make_network(spec("float32"), cfg).apply(params, obs.astype(jnp.float32))
+    assert not np.allclose(unscaled[1], as_bytes[1])

@@ -62,3 +62,33 @@ def test_gaussian_sample_moments():
     x = D.gaussian_sample(jax.random.PRNGKey(0), jnp.broadcast_to(mean, (50_000, 2)), log_std)
     np.testing.assert_allclose(np.asarray(x).mean(0), [1.0, -2.0], atol=0.03)
     np.testing.assert_allclose(np.asarray(x).std(0), [0.5, 2.0], rtol=0.02)
+
+
+def test_categorical_mask_gives_illegal_actions_zero_probability_and_finite_entropy():
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(6, 4)).astype(np.float32) * 3
+    mask = rng.random((6, 4)) < 0.5
+    mask[np.arange(6), rng.integers(0, 4, 6)] = True  # at least one legal action per row
+    mask[0] = [False, False, True, False]  # one legal action only
+    masked = D.categorical_mask(jnp.asarray(logits), jnp.asarray(mask))
+    # Reference: the softmax over the legal actions alone.
+    p = np.where(mask, np.exp(logits - logits.max(-1, keepdims=True)), 0.0)
+    p /= p.sum(-1, keepdims=True)
+    logp = np.log(np.where(mask, p, 1.0))
+    actions = np.argmax(np.where(mask, rng.random((6, 4)), -1), -1)  # a legal action per row
+    np.testing.assert_allclose(
+        D.categorical_log_prob(masked, jnp.asarray(actions)),
+        logp[np.arange(6), actions],
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    entropy = np.asarray(D.categorical_entropy(masked))
+    np.testing.assert_allclose(entropy, -(p * logp).sum(-1), rtol=1e-5, atol=1e-6)
+    assert entropy[0] == 0.0
+    np.testing.assert_array_equal(
+        D.categorical_mode(masked), np.where(mask, logits, -np.inf).argmax(-1)
+    )
+    keys = jax.random.split(jax.random.PRNGKey(0), 500)
+    samples = np.asarray(jax.vmap(D.categorical_sample, (0, None))(keys, masked))
+    assert mask[np.arange(6), samples].all() and (samples[:, 0] == 2).all()
+    np.testing.assert_array_equal(D.categorical_mask(jnp.asarray(logits), None), logits)

@@ -5,12 +5,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.ops import NStepTarget, n_step_bootstrap, n_step_returns
+from jaxrl.ops import NStepTarget, n_step_bootstrap
 from jaxrl.ops.returns import gae
 
 # Jitted once per shape: far faster than op-by-op dispatch on CPU.
 bootstrap_jit = jax.jit(n_step_bootstrap)
-returns_jit = jax.jit(n_step_returns, static_argnums=4)
 
 
 def _bootstrap_ref_1d(r, term, trunc, gamma):
@@ -32,24 +31,6 @@ def _bootstrap_ref(r, term, trunc, gamma):
     for idx in np.ndindex(*batch):
         for o, v in zip(out, _bootstrap_ref_1d(r[idx], term[idx], trunc[idx], gamma), strict=True):
             o[idx] = v
-    return out
-
-
-def _returns_ref(r, v, term, trunc, n, gamma):
-    T = len(r)
-    out = np.zeros(T)
-    for t in range(T):
-        g, disc = 0.0, 1.0
-        for k in range(n):
-            i = t + k
-            g += disc * r[i]
-            disc *= gamma
-            if term[i]:
-                break
-            if trunc[i] or i == T - 1 or k == n - 1:
-                g += disc * v[i]
-                break
-        out[t] = g
     return out
 
 
@@ -129,63 +110,7 @@ def test_bootstrap_jnp_scalar_discount_jit_and_vmap():
         _check(jax.tree.map(lambda x, b=b: x[b : b + 1], got), ref)
 
 
-@pytest.mark.parametrize("n,T", [(1, 17), (3, 1), (3, 17), (5, 4), (20, 17)])
-def test_returns_random(n, T):
-    rng = np.random.default_rng(1000 + 10 * n + T)
-    for gamma in (0.0, 0.9, 1.0):
-        r = rng.normal(size=T).astype(np.float32)
-        v = rng.normal(size=T).astype(np.float32)
-        term, trunc = _random_flags(rng, T, 0.2, 0.2)
-        got = returns_jit(r, v, term, trunc, n, gamma)
-        assert got.shape == (T,) and got.dtype == jnp.float32
-        np.testing.assert_allclose(
-            got, _returns_ref(r, v, term, trunc, n, gamma), rtol=1e-5, atol=1e-5
-        )
-
-
-def test_returns_episode_ends_inside_window():
-    T, n, g = 8, 3, 0.9
-    r = np.arange(1, T + 1, dtype=np.float32)
-    v = 100.0 + np.arange(T, dtype=np.float32)
-    term = np.zeros(T, bool)
-    trunc = np.zeros(T, bool)
-    term[2] = True  # termination inside the windows of t = 0, 1, 2
-    trunc[5] = True  # truncation inside the windows of t = 3, 4, 5
-    got = np.asarray(returns_jit(r, v, term, trunc, n, jnp.float32(g)))
-    np.testing.assert_allclose(got[0], 1 + g * 2 + g**2 * 3, rtol=1e-6)
-    np.testing.assert_allclose(got[2], 3, rtol=1e-6)
-    np.testing.assert_allclose(got[4], 5 + g * 6 + g**2 * v[5], rtol=1e-6)
-    np.testing.assert_allclose(got[5], 6 + g * v[5], rtol=1e-6)
-    np.testing.assert_allclose(got[6], 7 + g * 8 + g**2 * v[7], rtol=1e-6)  # cut at T-1
-    np.testing.assert_allclose(got[7], 8 + g * v[7], rtol=1e-6)
-    np.testing.assert_allclose(got, _returns_ref(r, v, term, trunc, n, g), rtol=1e-6)
-
-
-def test_returns_n1_is_one_step_td():
-    rng = np.random.default_rng(3)
-    T, g = 50, 0.95
-    r, v = rng.normal(size=(2, T)).astype(np.float32)
-    term, trunc = _random_flags(rng, T, 0.2, 0.2)
-    got = returns_jit(r, v, term, trunc, 1, g)
-    np.testing.assert_allclose(got, r + g * (1 - term) * v, rtol=1e-6, atol=1e-6)
-
-
-def test_returns_vmap_over_discount_and_batch():
-    rng = np.random.default_rng(11)
-    B, T, n = 3, 12, 4
-    r, v = rng.normal(size=(2, B, T)).astype(np.float32)
-    term, trunc = _random_flags(rng, (B, T), 0.2, 0.2)
-    gammas = jnp.array([0.5, 0.9, 0.99], jnp.float32)
-    f = jax.jit(jax.vmap(lambda *a: n_step_returns(*a[:4], n, a[4])))
-    got = np.asarray(f(r, v, term, trunc, gammas))
-    for b in range(B):
-        ref = _returns_ref(r[b], v[b], term[b], trunc[b], n, float(np.asarray(gammas)[b]))
-        np.testing.assert_allclose(got[b], ref, rtol=1e-5, atol=1e-5)
-
-
 def test_validation():
-    with pytest.raises(ValueError):
-        n_step_returns(np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3), 0, 0.9)
     with pytest.raises(ValueError):
         n_step_bootstrap(np.zeros((2, 3)), np.zeros((2, 2)), np.zeros((2, 3)), 0.9)
 

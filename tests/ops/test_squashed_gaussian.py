@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl.ops.distributions import gaussian_log_prob
 from jaxrl.ops.squashed_gaussian import (
-    gaussian_log_prob,
     squash,
     squashed_gaussian_log_prob,
     squashed_gaussian_sample,
@@ -58,7 +58,7 @@ def test_log_prob_matches_numpy_reference():
         rtol=1e-5,
     )
     np.testing.assert_allclose(
-        gaussian_log_prob(f32(u), f32(mean), f32(log_std)),
+        gaussian_log_prob(f32(mean), f32(log_std), f32(u)),
         np_log_prob(np.zeros_like(u), mean - u, log_std, -1, 1) + np.log(1.0 - np.tanh(0.0) ** 2),
         rtol=1e-5,
     )

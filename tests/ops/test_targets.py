@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.ops import periodic_update, soft_update
+from jaxrl.ops import soft_update
 
 
 def _params(rng, lead=()):
@@ -53,41 +53,3 @@ def test_soft_update_vmapped_tau_and_params():
         _assert_tree_close(
             sl(got), _soft_ref(sl(target), sl(online), float(taus[i])), rtol=1e-6, atol=1e-7
         )
-
-
-def _periodic_ref(target, online, step, period):
-    return online if step % period == 0 else target
-
-
-@pytest.mark.parametrize("period", [1, 3, 10])
-def test_periodic_update(period):
-    rng = np.random.default_rng(2)
-    target, online = _params(rng), _params(rng)
-    f = jax.jit(periodic_update)
-    for step in range(0, 25):
-        got = f(target, online, jnp.int32(step), period)
-        _assert_tree_close(got, _periodic_ref(target, online, step, period), rtol=0, atol=0)
-
-
-def test_periodic_update_under_vmap():
-    rng = np.random.default_rng(3)
-    target, online = _params(rng, (4,)), _params(rng, (4,))
-    sl = lambda tree, i: jax.tree.map(lambda x: x[i], tree)
-    # Unbatched step, batched params: every member takes the same decision.
-    f = jax.jit(jax.vmap(periodic_update, in_axes=(0, 0, None, None)))
-    for step in (0, 1, 4, 5, 8):
-        got = f(target, online, jnp.int32(step), 4)
-        for i in range(4):
-            ref = _periodic_ref(sl(target, i), sl(online, i), step, 4)
-            _assert_tree_close(sl(got, i), ref, rtol=0, atol=0)
-    # Batched step: decided per member.
-    steps = jnp.array([0, 3, 6, 7], jnp.int32)
-    got = jax.vmap(periodic_update, in_axes=(0, 0, 0, None))(target, online, steps, 3)
-    for i in range(4):
-        ref = _periodic_ref(sl(target, i), sl(online, i), int(steps[i]), 3)
-        _assert_tree_close(sl(got, i), ref, rtol=0, atol=0)
-
-
-def test_periodic_update_rejects_bad_period():
-    with pytest.raises(ValueError):
-        periodic_update({"a": jnp.zeros(2)}, {"a": jnp.ones(2)}, 0, 0)

@@ -1,0 +1,399 @@
+"""The on-policy skeleton: rollout -> advantages -> epochs x minibatches -> loss.
+
+Every on-policy learner here has the same update: take the rollout ``[T, N]`` the runner
+collected with ``act``, compute advantages and value targets from it, flatten it to
+``[T * N]`` samples, and take ``update_epochs x num_minibatches`` gradient steps, each on
+one minibatch of a fresh permutation per epoch. What differs between learners is the loss
+and its hyperparameters. The skeleton has two layers:
+
+* Generic parts, for any on-policy learner (PPO, A2C; IMPALA's V-trace learner and PQN's
+  Q(lambda) learner can take them as they are): ``make_optimizer`` (global-norm clipping
+  chained before Adam), ``gradient_step`` (one step of a loss on one minibatch, with the
+  learning rate read from the state for sweeps) and ``run_epochs`` (the epochs x
+  minibatches scan).
+* The actor-critic learner built on them (``make_actor_critic``): the ``ActorCritic``
+  network, observation normalization, reward scaling, GAE, legal-action masks; it takes an
+  ``Objective``, the only part PPO (``agents/ppo.py``) and A2C (``agents/a2c.py``) define:
+  their hyperparameters, their epochs and minibatches, and their policy and value losses.
+
+Legal-action masks: with a dict observation carrying ``"action_mask"``, the logits of
+illegal actions are replaced by the lowest float (``ops.distributions.categorical_mask``)
+in acting and in the loss alike, so sampled and greedy actions are always legal and the
+ratio of new to old log-probabilities compares the same distributions. Networks see the
+main observation (``types.main_obs``); observation normalization applies to it alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple
+
+import flax.struct
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxrl.buffers.rollout import RolloutBatch, flatten, shuffled_minibatches
+from jaxrl.networks.policies import ActorCritic
+from jaxrl.networks.torsos import torso_name
+from jaxrl.ops import distributions as D
+from jaxrl.ops.normalization import (
+    RunningMeanStd,
+    init_running_stats,
+    normalize,
+    scale_rewards,
+    update_running_stats,
+)
+from jaxrl.ops.policy_gradient import normalize_advantages
+from jaxrl.ops.returns import gae
+from jaxrl.types import (
+    OBS,
+    Agent,
+    Box,
+    ConfigError,
+    Discrete,
+    EnvSpec,
+    Transition,
+    action_mask,
+    main_obs,
+)
+from jaxrl.validation import Options, option
+
+Array = jax.Array
+
+
+def clip_by_global_norm(eps: float = 1e-6) -> optax.GradientTransformationExtraArgs:
+    """Scales the gradients by ``min(1, max_norm / (global_norm + eps))``, ``max_norm``
+    given to ``update`` as the keyword ``max_norm`` (a traced value from ``state.hparams``,
+    so that a sweep can vmap over it; ``inf`` turns clipping off).
+
+    ``optax.clip_by_global_norm`` computes the same global norm but scales by
+    ``(g / norm) * max_norm`` where ``norm >= max_norm`` (and takes ``max_norm`` when the
+    transform is built): the results differ in the last bits and by ``eps``, so this keeps
+    the OpenAI baselines' / CleanRL's formula that jaxrl's PPO has always used; chain it
+    like any optax transform (``make_optimizer``)."""
+
+    def update(updates, state, params=None, *, max_norm, **extra_args):
+        del params, extra_args
+        leaves = jax.tree.leaves(updates)
+        norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in leaves))
+        scale = jnp.minimum(1.0, max_norm / (norm + eps))
+        return jax.tree.map(lambda g: g * scale, updates), state
+
+    return optax.GradientTransformationExtraArgs(lambda params: optax.EmptyState(), update)
+
+
+def make_optimizer(adam_eps: float) -> optax.GradientTransformationExtraArgs:
+    """Global-norm clipping chained before Adam's scaling; the step ``-lr * u`` is taken by
+    ``gradient_step`` with the learning rate of the state (annealed or swept)."""
+    return optax.chain(clip_by_global_norm(), optax.scale_by_adam(eps=adam_eps))
+
+
+def gradient_step(
+    loss_fn: Callable[..., tuple[Array, Any]],
+    optimizer: optax.GradientTransformationExtraArgs,
+    hparams: Any,
+    lr: Array,
+) -> Callable:
+    """``step((params, opt_state), minibatch) -> ((params, opt_state), aux)`` for
+    ``lax.scan``: the gradient of ``loss_fn(params, hparams, minibatch) -> (loss, aux)``,
+    clipped to ``hparams.max_grad_norm``, through the optimizer, times ``-lr``."""
+
+    def step(carry, minibatch):
+        params, opt_state = carry
+        grads, aux = jax.grad(loss_fn, has_aux=True)(params, hparams, minibatch)
+        updates, opt_state = optimizer.update(
+            grads, opt_state, params, max_norm=hparams.max_grad_norm
+        )
+        params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
+        return (params, opt_state), aux
+
+    return step
+
+
+def run_epochs(
+    key: Array, carry: Any, batch: Any, step: Callable, update_epochs: int, num_minibatches: int
+) -> tuple[Any, Any]:
+    """``update_epochs`` passes over ``batch`` (leading axis ``[B]``), each a ``lax.scan`` of
+    ``step`` over a fresh random partition into ``num_minibatches`` (one minibatch: the
+    batch as it is, no permutation). Returns the final carry and ``aux`` stacked
+    ``[update_epochs, num_minibatches, ...]``."""
+
+    def epoch(carry, key):
+        if num_minibatches == 1:
+            minibatches = jax.tree.map(lambda x: x[None], batch)
+        else:
+            minibatches = shuffled_minibatches(key, batch, num_minibatches)
+        return jax.lax.scan(step, carry, minibatches)
+
+    return jax.lax.scan(epoch, carry, jax.random.split(key, update_epochs))
+
+
+@dataclasses.dataclass(frozen=True)
+class ActorCriticConfig(Options):
+    """The options PPO and A2C share; defaults are CleanRL's ``ppo.py`` (PPO's). A learner's
+    config subclasses it and declares only what it adds or changes (``PPOConfig``,
+    ``A2CConfig``).
+
+    Attributes:
+      hidden_sizes: torso widths (64, 64); for images, the dense widths after the CNN
+        (left at (64, 64): 512 after the Nature CNN, 256 after IMPALA's, 128 after MinAtar's).
+      torso: ``"auto"`` (an MLP for vectors, ``"minatar"`` for images under 32 px,
+        ``"nature"`` for other images), ``"mlp"``, ``"nature"``, ``"impala"``, ``"minatar"``.
+      activation: ``"tanh"`` or ``"relu"`` in MLP torsos.
+      shared_torso: one torso for actor and critic (Atari) or separate ones (False).
+      lr: Adam learning rate (2.5e-4); adam_eps: Adam epsilon (1e-5).
+      anneal_lr: decay the learning rate linearly to 0 over ``total_steps``.
+      total_steps: env steps of the run, for annealing; the CLI fills it from
+        ``run.steps`` when left None; None (outside the CLI) means no annealing.
+      gamma: discount (0.99); gae_lambda: GAE's lambda (0.95).
+      entropy_weight: entropy bonus coefficient (0.01); value_weight: value loss (0.5).
+      normalize_advantage: per minibatch (True).
+      max_grad_norm: global gradient-norm clip (0.5), or None.
+      log_std_init: initial log-std of the Gaussian policy (0.0).
+      normalize_obs: divide observations by a running std (running stats in the state).
+      normalize_reward: divide rewards by the running std of the discounted return.
+      obs_clip, scaled_reward_clip: clip normalized observations / scaled rewards to
+        [-c, c] (10, SB3's ``VecNormalize``).
+      reward_clip: clip raw rewards to [-c, c] for learning, or None (Atari: 1).
+    """
+
+    hidden_sizes: tuple[int, ...] = option((64, 64), ge=1)
+    torso: Literal["auto", "mlp", "nature", "impala", "minatar"] = "auto"
+    activation: Literal["tanh", "relu"] = "tanh"
+    shared_torso: bool = False
+    lr: float = option(2.5e-4, gt=0)
+    adam_eps: float = option(1e-5, ge=0)
+    anneal_lr: bool = True
+    total_steps: int | None = option(None, ge=1)
+    gamma: float = option(0.99, ge=0, le=1)
+    gae_lambda: float = option(0.95, ge=0, le=1)
+    entropy_weight: float = option(0.01, ge=0)
+    value_weight: float = option(0.5, ge=0)
+    normalize_advantage: bool = True
+    max_grad_norm: float | None = option(0.5, gt=0)
+    log_std_init: float = 0.0
+    normalize_obs: bool = False
+    normalize_reward: bool = False
+    obs_clip: float = option(10.0, gt=0)
+    scaled_reward_clip: float = option(10.0, gt=0)
+    reward_clip: float | None = option(None, gt=0)
+
+
+@flax.struct.dataclass
+class ActorCriticHparams:
+    """Continuous hyperparameters every actor-critic learner has, kept in the state so a
+    sweep can vmap over them; a learner subclasses it to add its own."""
+
+    lr: Array
+    gamma: Array
+    gae_lambda: Array
+    entropy_weight: Array
+    value_weight: Array
+    max_grad_norm: Array  # inf: no clipping
+
+
+def f32(x: Any) -> Array:
+    """``x`` as a float32 array (a hyperparameter's value in the state)."""
+    return jnp.asarray(x, jnp.float32)
+
+
+def base_hparams(cfg: ActorCriticConfig) -> dict[str, Array]:
+    """The ``ActorCriticHparams`` fields of ``cfg``, as keyword arguments."""
+    return dict(
+        lr=f32(cfg.lr),
+        gamma=f32(cfg.gamma),
+        gae_lambda=f32(cfg.gae_lambda),
+        entropy_weight=f32(cfg.entropy_weight),
+        value_weight=f32(cfg.value_weight),
+        max_grad_norm=f32(jnp.inf if cfg.max_grad_norm is None else cfg.max_grad_norm),
+    )
+
+
+@flax.struct.dataclass
+class ActorCriticState:
+    params: Any
+    opt_state: Any
+    obs_stats: RunningMeanStd  # shape obs_shape with normalize_obs, else ()
+    return_stats: RunningMeanStd  # scalar: running std of discounted returns
+    discounted_return: Array  # [num_envs] running G for reward scaling
+    step: Array  # int32 env steps given to update
+    updates: Array  # int32 gradient steps taken
+    hparams: Any  # the learner's ActorCriticHparams subclass
+
+
+class Losses(NamedTuple):
+    """An objective's losses, scalars (``approx_kl``, ``clip_fraction``: 0 if it has none)."""
+
+    policy_loss: Array
+    value_loss: Array
+    approx_kl: Array
+    clip_fraction: Array
+
+
+class Objective(NamedTuple):
+    """The part of an actor-critic learner that is its own.
+
+    hparams: ``(cfg) -> hparams`` (an ``ActorCriticHparams`` subclass).
+    loss: ``(log_prob [B], value [B], minibatch: RolloutBatch, advantage [B], hparams)
+      -> Losses``; ``advantage`` is normalized already if the config asks for it.
+    update_epochs, num_minibatches: the passes over each rollout and minibatches per pass.
+    """
+
+    hparams: Callable[[Any], Any]
+    loss: Callable[..., Losses]
+    update_epochs: int
+    num_minibatches: int
+
+
+def make_network(spec: EnvSpec, cfg: ActorCriticConfig) -> ActorCritic:
+    space = spec.action_space
+    discrete = isinstance(space, Discrete)
+    hidden = cfg.hidden_sizes
+    torso = torso_name(cfg.torso, spec.obs_shape)
+    if torso != "mlp" and hidden == (64, 64):  # each CNN's own dense layer
+        hidden = {"nature": (512,), "impala": (256,), "minatar": (128,)}[torso]
+    return ActorCritic(
+        action_dim=space.n if discrete else space.shape[0],
+        discrete=discrete,
+        hidden_sizes=hidden,
+        obs_ndim=len(spec.obs_shape),
+        activation=cfg.activation,
+        shared=cfg.shared_torso,
+        log_std_init=cfg.log_std_init,
+        torso=torso,
+    )
+
+
+def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objective, name: str):
+    """Builds the ``Agent`` of an actor-critic learner for ``spec`` (see the module
+    docstring); raises ``ConfigError`` for an action space it cannot handle."""
+    space = spec.action_space
+    if isinstance(space, Box) and len(space.shape) != 1:
+        raise ConfigError(f"agent '{name}' needs a 1-D Box action space, got {space}")
+    if cfg.normalize_obs and spec.obs_dtype == "uint8":
+        raise ConfigError(f"agent '{name}': normalize_obs is for float observations, not images")
+    network = make_network(spec, cfg)
+    discrete = isinstance(space, Discrete)
+    optimizer = make_optimizer(cfg.adam_eps)
+    low = None if discrete else jnp.asarray(space.low, jnp.float32)
+    high = None if discrete else jnp.asarray(space.high, jnp.float32)
+
+    def norm_obs(state: ActorCriticState, obs: Any) -> Any:
+        """``obs`` with its main array normalized (when the config asks for it)."""
+        if not cfg.normalize_obs:
+            return obs
+        main = normalize(state.obs_stats, main_obs(obs), cfg.obs_clip)
+        return {**obs, OBS: main} if isinstance(obs, dict) else main
+
+    def policy(params: Any, obs: Any):
+        """``(dist, value)`` on ``obs`` (normalized already), illegal actions masked."""
+        dist, value = network.apply(params, main_obs(obs))
+        return (D.categorical_mask(dist, action_mask(obs)) if discrete else dist), value
+
+    def init(key: Array) -> ActorCriticState:
+        params = network.init(key, jnp.zeros((1, *spec.obs_shape), spec.obs_dtype))
+        return ActorCriticState(
+            params=params,
+            opt_state=optimizer.init(params),
+            obs_stats=init_running_stats(spec.obs_shape if cfg.normalize_obs else ()),
+            return_stats=init_running_stats(),
+            discounted_return=jnp.zeros((spec.num_envs,), jnp.float32),
+            step=jnp.zeros((), jnp.int32),
+            updates=jnp.zeros((), jnp.int32),
+            hparams=objective.hparams(cfg),
+        )
+
+    def act(state: ActorCriticState, obs: Any, carry, key: Array, explore: bool = True):
+        dist, value = policy(state.params, norm_obs(state, obs))
+        if discrete:
+            action = D.categorical_sample(key, dist) if explore else D.categorical_mode(dist)
+            extras = {"log_prob": D.categorical_log_prob(dist, action), "value": value}
+            return action, carry, extras
+        mean, log_std = dist
+        raw = D.gaussian_sample(key, mean, log_std) if explore else mean
+        extras = {"log_prob": D.gaussian_log_prob(mean, log_std, raw), "value": value}
+        return jnp.clip(raw, low, high), carry, {**extras, "raw_action": raw}
+
+    def loss_fn(params: Any, hparams: Any, mb: RolloutBatch):
+        dist, value = policy(params, mb.obs)
+        if discrete:
+            log_prob, entropy = D.categorical_log_prob(dist, mb.action), D.categorical_entropy(dist)
+        else:
+            mean, log_std = dist
+            log_prob = D.gaussian_log_prob(mean, log_std, mb.action)
+            entropy = D.gaussian_entropy(mean, log_std)
+        advantage = normalize_advantages(mb.advantage) if cfg.normalize_advantage else mb.advantage
+        losses = objective.loss(log_prob, value, mb, advantage, hparams)
+        entropy = entropy.mean()
+        loss = (
+            losses.policy_loss
+            + hparams.value_weight * losses.value_loss
+            - hparams.entropy_weight * entropy
+        )
+        aux = (losses.policy_loss, losses.value_loss, entropy, losses.approx_kl)
+        return loss, (*aux, losses.clip_fraction)
+
+    def update(state: ActorCriticState, rollout: Transition, key: Array):
+        h = state.hparams
+        epochs, num_minibatches = objective.update_epochs, objective.num_minibatches
+        env_steps = rollout.reward.shape[0] * rollout.reward.shape[1]
+        if env_steps % num_minibatches:
+            raise ConfigError(
+                f"agent '{name}': rollout_len x num_envs = {env_steps} is not divisible by "
+                f"num_minibatches = {num_minibatches}"
+            )
+        obs, next_obs = norm_obs(state, rollout.obs), norm_obs(state, rollout.next_obs)
+        return_stats, discounted_return, reward = _learning_rewards(cfg, state, rollout)
+        next_value = network.apply(state.params, main_obs(next_obs), method=ActorCritic.critic)
+        value = rollout.extras["value"]
+        advantage, target = gae(
+            reward, value, next_value, rollout.terminated, rollout.truncated, h.gamma, h.gae_lambda
+        )
+        action = rollout.action if discrete else rollout.extras["raw_action"]
+        batch = flatten(
+            RolloutBatch(obs, action, rollout.extras["log_prob"], value, advantage, target)
+        )
+        lr = h.lr
+        if cfg.anneal_lr and cfg.total_steps is not None:
+            lr = lr * jnp.maximum(0.0, 1.0 - state.step.astype(jnp.float32) / cfg.total_steps)
+        step = gradient_step(loss_fn, optimizer, h, lr)
+        carry = (state.params, state.opt_state)
+        (params, opt_state), aux = run_epochs(key, carry, batch, step, epochs, num_minibatches)
+        obs_stats = state.obs_stats
+        if cfg.normalize_obs:
+            obs_stats = update_running_stats(obs_stats, main_obs(rollout.obs))
+        state = state.replace(
+            params=params,
+            opt_state=opt_state,
+            obs_stats=obs_stats,
+            return_stats=return_stats,
+            discounted_return=discounted_return,
+            step=state.step + env_steps,
+            updates=state.updates + epochs * num_minibatches,
+        )
+        names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
+        metrics = {k: v.mean() for k, v in zip(names, aux, strict=True)}
+        metrics["lr"] = lr
+        return state, metrics
+
+    return Agent(init=init, act=act, update=update)
+
+
+def _learning_rewards(cfg: ActorCriticConfig, state: ActorCriticState, rollout: Transition):
+    """``(return_stats, discounted_return, reward)``: the rollout's rewards clipped and
+    scaled as the config asks, and the reward-scaling statistics after them."""
+    reward, return_stats, discounted_return = rollout.reward, state.return_stats, None
+    if cfg.reward_clip is not None:
+        reward = jnp.clip(reward, -cfg.reward_clip, cfg.reward_clip)
+    if cfg.normalize_reward:
+        done = rollout.terminated | rollout.truncated
+        gamma, clip = state.hparams.gamma, cfg.scaled_reward_clip
+        old = state.discounted_return
+        return_stats, discounted_return, reward = scale_rewards(
+            return_stats, old, reward, done, gamma, clip
+        )
+    if discounted_return is None:
+        discounted_return = state.discounted_return
+    return return_stats, discounted_return, reward
