@@ -92,3 +92,30 @@ def test_host_runner_carries_dict_observations():
         metrics["episode_return_sum"], LENGTH * metrics["episodes"].astype(np.float32)
     )
     assert metrics["eval_return"][-1] == LENGTH
+
+
+TINY = {
+    "dqn": dict(hidden_sizes=(8,), batch_size=8, buffer_size=128, learning_starts=32),
+    "rainbow": dict(
+        hidden_sizes=(8,), batch_size=8, buffer_size=128, learning_starts=32, num_atoms=5
+    ),
+    "ppo": dict(hidden_sizes=(8,), num_minibatches=2, update_epochs=1),
+    "a2c": dict(hidden_sizes=(8,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_masked_agents_never_act_illegally_while_training(name):
+    """Exploring (epsilon-greedy, noisy, sampled) and greedy acting of every discrete agent,
+    trained in the fused runner: every episode pays +1 per step, so no illegal action."""
+    env = make_masked_env(num_envs=3)
+    agent = agents.make(name, env.spec, **TINY[name])
+    config = RunConfig(steps=3 * 4 * 20, rollout_len=4, log_every=3 * 4 * 10, eval_every=120)
+    _, metrics = jax.jit(make_train(agent, env, config))(jax.random.PRNGKey(0))
+    metrics = jax.tree.map(np.asarray, metrics)
+    assert metrics["episodes"].sum() >= 40
+    np.testing.assert_array_equal(
+        metrics["episode_return_sum"], LENGTH * metrics["episodes"].astype(np.float32)
+    )
+    evals = metrics["eval_return"][~np.isnan(metrics["eval_return"])]
+    np.testing.assert_array_equal(evals, [LENGTH, LENGTH])
