@@ -24,6 +24,7 @@ import numpy as np
 
 from jaxrl import agents, envs
 from jaxrl.envs.gymnasium import HostEnv
+from jaxrl.networks import torsos
 from jaxrl.runners import RunConfig, make_train
 from jaxrl.runners.host import make_host_runner
 
@@ -101,7 +102,15 @@ def main() -> int:
     group.add_argument("--save", type=Path)
     group.add_argument("--compare", type=Path)
     parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument(
+        "--xla-conv-backward",
+        action="store_true",
+        help="use XLA's own conv backward pass on CPU too (the code before issue 12's "
+        "canonical-layout backward pass, which changes gradients by rounding only)",
+    )
     args = parser.parse_args()
+    if args.xla_conv_backward:
+        torsos.canonical_backward_default = lambda backend=None: False
     failed = 0
     print(f"{'case':<28} {'arrays':>6} {'result':<40} {'s':>6}")
     for name, agent_name, env_name, env_kwargs, overrides, rollout_len in CASES:

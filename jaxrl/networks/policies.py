@@ -26,8 +26,7 @@ from collections.abc import Sequence
 import flax.linen as nn
 import jax
 
-from jaxrl.networks.torsos import _scale as scale_obs  # the one home of the /255 scaling
-from jaxrl.networks.torsos import cnn_torso
+from jaxrl.networks.torsos import cnn_torso, scale_obs
 
 Array = jax.Array
 
@@ -42,7 +41,7 @@ def _dense(size: int, gain: float) -> nn.Dense:
 
 class PolicyMLP(nn.Module):
     """MLP torso with orthogonal init: ``[..., *obs_shape]`` (flattened, cast to float32;
-    integer inputs divided by 255 like every torso's, ``torsos._scale``)
+    integer inputs divided by 255 like every torso's, ``torsos.scale_obs``)
     -> ``[..., hidden_sizes[-1]]``, ``activation`` after every layer."""
 
     hidden_sizes: Sequence[int]

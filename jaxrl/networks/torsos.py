@@ -41,9 +41,7 @@ class MLP(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array, deterministic: bool = False) -> jax.Array:
-        x = obs.astype(jnp.float32)
-        if jnp.issubdtype(obs.dtype, jnp.integer):
-            x = x / 255.0
+        x = scale_obs(obs)
         x = x.reshape(x.shape[: x.ndim - self.obs_ndim] + (-1,))
         for size in self.hidden_sizes:
             layer = dense(size, noisy=self.noisy, sigma0=self.sigma0, deterministic=deterministic)
@@ -65,9 +63,7 @@ class NatureCNN(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        x = obs.astype(jnp.float32)
-        if jnp.issubdtype(obs.dtype, jnp.integer):
-            x = x / 255.0
+        x = scale_obs(obs)
         for features, kernel, stride in ((32, 8, 4), (64, 4, 2), (64, 3, 1)):
             conv = Conv(
                 features,
@@ -83,7 +79,7 @@ class NatureCNN(nn.Module):
         return x
 
 
-def _scale(obs: jax.Array) -> jax.Array:
+def scale_obs(obs: jax.Array) -> jax.Array:
     """float32, integer (uint8 frame) inputs divided by 255."""
     x = obs.astype(jnp.float32)
     return x / 255.0 if jnp.issubdtype(obs.dtype, jnp.integer) else x
@@ -122,7 +118,7 @@ class ImpalaCNN(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        x = _scale(obs)
+        x = scale_obs(obs)
         batch = x.shape[:-3]
         x = x.reshape((-1, *x.shape[-3:]))
         for c in self.channels:
@@ -149,7 +145,7 @@ class MinAtarCNN(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        x = obs.astype(jnp.float32) if obs.dtype == jnp.bool_ else _scale(obs)
+        x = obs.astype(jnp.float32) if obs.dtype == jnp.bool_ else scale_obs(obs)
         conv = Conv(16, (3, 3), padding="VALID", canonical_backward=self.canonical_backward)
         x = nn.relu(conv(x))
         x = x.reshape(x.shape[:-3] + (-1,))
