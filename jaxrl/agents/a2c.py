@@ -25,7 +25,7 @@ from jaxrl.agents.on_policy import (
 from jaxrl.buffers.rollout import RolloutBatch
 from jaxrl.ops.policy_gradient import policy_gradient_loss, value_loss
 from jaxrl.types import Agent, EnvSpec
-from jaxrl.validation import build_config, option
+from jaxrl.validation import build_config
 
 __all__ = ["A2CConfig", "A2CHparams", "make_a2c"]
 
@@ -41,10 +41,10 @@ class A2CConfig(ActorCriticConfig):
     0.99, gae_lambda 1.0 (n-step returns), entropy 0.0, value 0.5, max_grad_norm 0.5, no
     advantage normalization."""
 
-    lr: float = option(7e-4, gt=0)
+    lr: float = 7e-4
     anneal_lr: bool = False
-    gae_lambda: float = option(1.0, ge=0, le=1)
-    entropy_weight: float = option(0.0, ge=0)
+    gae_lambda: float = 1.0
+    entropy_weight: float = 0.0
     normalize_advantage: bool = False
 
 

@@ -91,23 +91,23 @@ class RainbowConfig(QLearningConfig):
     v_min: float = -10.0
     v_max: float = 10.0
     num_atoms: int = 51
-    n_step: int = option(3, ge=1)
+    n_step: int = 3
     prioritized: bool = True
     alpha: float = option(0.5, ge=0)
     beta_start: float = option(0.4, ge=0, le=1)
     beta_decay_steps: int = option(12_500_000, ge=0)
     priority_eps: float = option(1e-6, ge=0)
     storage: Literal["auto", "full", "compact"] = "auto"
-    hidden_sizes: tuple[int, ...] = option((512,), gt=0)
-    lr: float = option(6.25e-5, gt=0)
-    adam_eps: float = option(1.5e-4, ge=0)
-    buffer_size: int = option(1_000_000, ge=1)
-    batch_size: int = option(32, ge=1)
-    learning_starts: int = option(20_000, ge=0)
-    target_update_period: int = option(8_000, ge=1)
-    epsilon_end: float = option(0.01, ge=0, le=1)
-    eval_epsilon: float = option(0.001, ge=0, le=1)
-    max_grad_norm: float | None = option(None, gt=0)
+    hidden_sizes: tuple[int, ...] = (512,)
+    lr: float = 6.25e-5
+    adam_eps: float = 1.5e-4
+    buffer_size: int = 1_000_000
+    batch_size: int = 32
+    learning_starts: int = 20_000
+    target_update_period: int = 8_000
+    epsilon_end: float = 0.01
+    eval_epsilon: float = 0.001
+    max_grad_norm: float | None = None
 
     def __post_init__(self):
         super().__post_init__()
