@@ -8,7 +8,7 @@ draw comes from a PRNG key and every piece of state is an array the caller carri
   with ``nmin``/``nmax``).
 * ``uniform_noise``: :math:`U(\text{low}, \text{high})` (``UniformNoiseGen`` with
   ``umin``/``umax``).
-* ``ou_init`` / ``ou_step`` / ``ou_reset``: the Ornstein-Uhlenbeck process of
+* ``ou_init`` / ``ou_step``: the Ornstein-Uhlenbeck process of
   ``OrnsteinUhlenbeckNoiseGen(shape, mu, sigma, theta=0.15, dt=1e-2, x0=None)``,
   discretized by Euler-Maruyama (Uhlenbeck & Ornstein 1930; DDPG, Lillicrap et al. 2016):
 
@@ -88,13 +88,3 @@ def ou_step(
     eps = jax.random.normal(key, x.shape, jnp.float32)
     x = x + theta * (mu - x) * dt + sigma * jnp.sqrt(dt) * eps
     return x, x
-
-
-def ou_reset(x: ArrayLike, done: ArrayLike, x0: ArrayLike | None = None) -> Array:
-    """``x`` with the rows of environments whose episode ended (``done [N]``) set back to
-    ``ou_init``'s value; ``x`` is ``[N, ...]``."""
-    x = jnp.asarray(x)
-    start = ou_init(x.shape, x0)
-    done = jnp.asarray(done)
-    done = done.reshape(done.shape + (1,) * (x.ndim - done.ndim))
-    return jnp.where(done, start, x)

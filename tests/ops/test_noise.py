@@ -8,10 +8,10 @@ from jaxrl.ops.noise import (
     clipped_gaussian_noise,
     gaussian_noise,
     ou_init,
-    ou_reset,
     ou_step,
     uniform_noise,
 )
+from jaxrl.types import reset_carry
 
 SHAPE = (4, 3)  # [num_envs, A]
 MU = np.array([0.0, 0.5, -1.0])
@@ -54,13 +54,14 @@ def test_ou_is_mean_reverting_with_the_stationary_variance():
     np.testing.assert_allclose(tail.var(), var, rtol=0.05)
 
 
-def test_ou_reset_restores_only_finished_envs():
+def test_ou_state_reset_as_a_carry_restores_only_finished_envs():
+    # The OU state is an agent's per-env carry: the runner resets it with reset_carry.
     x = jnp.arange(12.0).reshape(SHAPE)
     done = jnp.array([False, True, False, True])
-    out = np.asarray(ou_reset(x, done))
+    out = np.asarray(reset_carry(x, ou_init(SHAPE), done))
     np.testing.assert_array_equal(out[[0, 2]], np.asarray(x)[[0, 2]])
     np.testing.assert_array_equal(out[[1, 3]], 0.0)
-    out = np.asarray(ou_reset(x, done, x0=jnp.array([1.0, 2.0, 3.0])))
+    out = np.asarray(reset_carry(x, ou_init(SHAPE, x0=jnp.array([1.0, 2.0, 3.0])), done))
     np.testing.assert_array_equal(out[1], [1.0, 2.0, 3.0])
 
 
