@@ -103,8 +103,9 @@ capacity-sized array.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import flax.struct
 import jax
@@ -296,17 +297,67 @@ def make_compact_replay(
       ValueError: on bad arguments (one line naming the argument); from ``init``/``add``
         at trace time on shapes that do not match the declared ones.
     """
+    layout = _layout(
+        capacity, num_envs, batch_size, obs_shape, obs_dtype, window, stack, extras, mode,
+        obs_extras, action_shape, action_dtype, stack_axis, stack_padding, branching,
+    )  # fmt: skip
+    return ReplayBuffer(
+        init=functools.partial(_init, layout),
+        add=functools.partial(_add, layout),
+        sample=functools.partial(_sample, layout),
+        can_sample=_can_sample,
+        update_priorities=functools.partial(_update_priorities, layout),
+        num_items=_num_items,
+        gather=functools.partial(_gather, layout),
+    )
+
+
+class _Layout(NamedTuple):
+    """The static shape of a compact buffer (hashable, so a closure over it is static)."""
+
+    num_rows: int  # L
+    num_envs: int  # N
+    batch_size: int  # B
+    window: int  # n
+    stack: int  # 0: not stacked
+    rows_per_obs: int  # S = max(stack, 1)
+    axis: int  # the stack axis of obs_shape, non-negative
+    obs_shape: tuple[int, ...]
+    frame_shape: tuple[int, ...]
+    obs_dtype: np.dtype
+    action_shape: tuple[int, ...]
+    action_dtype: np.dtype
+    extra_specs: tuple[tuple[str, tuple[tuple[int, ...], np.dtype]], ...]
+    obs_extra_specs: tuple[tuple[str, tuple[tuple[int, ...], np.dtype]], ...]
+    stack_padding: str
+    branching: int
+    prioritized: bool
+
+
+def _layout(
+    capacity: int,
+    num_envs: int,
+    batch_size: int,
+    obs_shape: tuple[int, ...],
+    obs_dtype: Any,
+    window: int,
+    stack: int,
+    extras: Mapping[str, Any] | None,
+    mode: str,
+    obs_extras: Mapping[str, Any] | None,
+    action_shape: tuple[int, ...],
+    action_dtype: Any,
+    stack_axis: int,
+    stack_padding: str,
+    branching: int,
+) -> _Layout:
+    """The checked arguments of :func:`make_compact_replay` (ValueError naming a bad one)."""
     capacity = check_int("capacity", capacity)
     num_envs = check_int("num_envs", num_envs)
     batch_size = check_int("batch_size", batch_size)
     window = check_int("window", window)
     stack = check_int("stack", stack, minimum=0)
     obs_shape = _shape("obs_shape", obs_shape)
-    obs_dtype = _dtype("obs_dtype", obs_dtype)
-    action_shape = _shape("action_shape", action_shape)
-    action_dtype = _dtype("action_dtype", action_dtype)
-    extra_specs = _parse_extras(extras)
-    obs_extra_specs = _parse_extras(obs_extras)
     if mode not in _MODES:
         raise ValueError(f"mode must be one of {_MODES}, got {mode!r}")
     if stack_padding not in _PADDINGS:
@@ -333,254 +384,266 @@ def make_compact_replay(
     else:
         axis = 0
         frame_shape = obs_shape
-    S = max(stack, 1)  # rows per observation
-    n = window
-    N = num_envs
-    L = capacity // num_envs
-    if L < n + S:
+    rows_per_obs = max(stack, 1)
+    num_rows = capacity // num_envs
+    if num_rows < window + rows_per_obs:
         raise ValueError(
-            f"capacity // num_envs = {L} rows must be >= window + max(stack, 1) = {n + S} "
-            f"(capacity {capacity}, num_envs {num_envs})"
+            f"capacity // num_envs = {num_rows} rows must be >= window + max(stack, 1) = "
+            f"{window + rows_per_obs} (capacity {capacity}, num_envs {num_envs})"
         )
-    num_items_total = L * N
-    prioritized = mode == "prioritized"
-
-    # ------------------------------------------------------------------ init
-
-    def init(example: Transition | None = None) -> CompactReplayState:
-        if example is not None:
-            for name, want in (("obs", obs_shape), ("action", action_shape)):
-                value = getattr(example, name)
-                got = tuple((main_obs(value) if name == "obs" else value).shape)
-                if got != (N, *want):
-                    raise ValueError(
-                        f"init: example.{name} must have shape {(N, *want)}, got {got}"
-                    )
-        return CompactReplayState(
-            frames=jnp.zeros((L, N, *frame_shape), obs_dtype),
-            action=jnp.zeros((L, N, *action_shape), action_dtype),
-            reward=jnp.zeros((L, N), jnp.float32),
-            terminated=jnp.zeros((L, N), bool),
-            truncated=jnp.zeros((L, N), bool),
-            extras={k: jnp.zeros((L, N, *s), d) for k, (s, d) in extra_specs.items()},
-            obs_extras={k: jnp.zeros((L, N, *s), d) for k, (s, d) in obs_extra_specs.items()},
-            tree=sum_tree.init(num_items_total, branching),
-            position=jnp.zeros((), jnp.int32),
-            size=jnp.zeros((), jnp.int32),
-            num_items=jnp.zeros((), jnp.int32),
-            max_priority=jnp.ones((), jnp.float32),
-        )
-
-    # ------------------------------------------------------------------ validity
-
-    def _validity(state: CompactReplayState, rows: Array) -> Array:
-        """``[K, N]`` bool: validity of the items of storage rows ``rows [K]`` now."""
-        return compact_valid(
-            state.terminated, state.truncated, state.position, state.size, rows, n, stack
-        )
-
-    # ------------------------------------------------------------------ add
-
-    def add(
-        state: CompactReplayState, rollout: Transition, priority: PriorityParams | None = None
-    ) -> CompactReplayState:
-        full_obs = rollout.obs
-        if obs_extra_specs and not isinstance(full_obs, Mapping):
-            raise ValueError(f"add expects dict observations with keys {sorted(obs_extra_specs)}")
-        obs = jnp.asarray(main_obs(full_obs))
-        num_steps = obs.shape[0] if obs.ndim else 0
-        if not 1 <= num_steps <= L:
-            raise ValueError(
-                f"add expects leaves [T, N, ...] with 1 <= T <= L = {L}, got obs of shape "
-                f"{obs.shape}"
-            )
-        T = num_steps
-
-        def check(name: str, value: Any, shape: tuple[int, ...]) -> Array:
-            value = jnp.asarray(value)
-            if value.shape != (T, N, *shape):
-                raise ValueError(
-                    f"add expects {name} of shape {(T, N, *shape)} ([T, N, ...]), got {value.shape}"
-                )
-            return value
-
-        obs = check("obs", obs, obs_shape)
-        newest = jnp.take(obs, stack - 1, axis=2 + axis) if stack >= 1 else obs
-        rollout_extras = rollout.extras or {}
-        missing = sorted(set(extra_specs) - set(rollout_extras))
-        if missing:
-            raise ValueError(
-                f"add: rollout.extras lacks declared extras {missing} "
-                f"(has {sorted(rollout_extras)})"
-            )
-        p = state.position
-        rows = (p + jnp.arange(T, dtype=jnp.int32)) % L
-
-        def write(stored: Array, new: Array) -> Array:
-            return stored.at[rows].set(
-                new.astype(stored.dtype), unique_indices=True, mode="promise_in_bounds"
-            )
-
-        state = state.replace(
-            frames=write(state.frames, newest),
-            action=write(state.action, check("action", rollout.action, action_shape)),
-            reward=write(state.reward, check("reward", rollout.reward, ())),
-            terminated=write(state.terminated, check("terminated", rollout.terminated, ())),
-            truncated=write(state.truncated, check("truncated", rollout.truncated, ())),
-            extras={
-                k: write(v, check(f"extras[{k!r}]", rollout_extras[k], extra_specs[k][0]))
-                for k, v in state.extras.items()
-            },
-            obs_extras={
-                k: write(v, check(f"obs[{k!r}]", full_obs[k], obs_extra_specs[k][0]))
-                for k, v in state.obs_extras.items()
-            },
-            position=((p + T) % L).astype(jnp.int32),
-            size=jnp.minimum(state.size + T, L).astype(jnp.int32),
-        )
-
-        # Re-evaluate the items whose validity may have changed: rows p-n .. p+T+S-2
-        # (all L rows when that is more), each exactly once.
-        K = min(T + n + S - 1, L)
-        krows = (p - n + jnp.arange(K, dtype=jnp.int32)) % L  # [K], distinct
-        new_valid = _validity(state, krows)  # [K, N]
-        items = (krows[:, None] * N + jnp.arange(N, dtype=jnp.int32)).reshape(-1)
-        new_valid = new_valid.reshape(-1)
-        old_weight = sum_tree.get(state.tree, items)
-        old_valid = old_weight > 0
-        if prioritized:
-            alpha = require_priority(priority, "add").alpha
-            is_new_row = ((krows - p) % L < T)[:, None]
-            keep = old_valid & ~jnp.broadcast_to(is_new_row, (K, N)).reshape(-1)
-            fresh = jnp.maximum(state.max_priority**alpha, _MIN_WEIGHT)
-            weight = jnp.where(keep, old_weight, fresh)
-        else:
-            # Valid leaves are all 1. Reading them (rather than writing a constant 1)
-            # makes the update depend on the read, so XLA orders the read first and
-            # updates the tree in place instead of copying it.
-            weight = jnp.where(old_valid, old_weight, 1.0)
-        weight = jnp.where(new_valid, weight, 0.0)
-        num_items = state.num_items + jnp.sum(new_valid, dtype=jnp.int32)
-        num_items -= jnp.sum(old_valid, dtype=jnp.int32)
-        return state.replace(
-            tree=sum_tree.update(state.tree, items, weight, assume_unique=True),
-            num_items=num_items,
-        )
-
-    # ------------------------------------------------------------------ gather
-
-    def gather(state: CompactReplayState, time_index: Any, env_index: Any) -> Transition:
-        time_index = jnp.asarray(time_index, jnp.int32)
-        env_index = jnp.asarray(env_index, jnp.int32)
-        B = time_index.shape[0]
-        # Rows t-S+1 .. t+n: position q of the gathered rows is row t - S + 1 + q.
-        rows = (time_index[:, None] + jnp.arange(-(S - 1), n + 1, dtype=jnp.int32)) % L
-        env = env_index[:, None]
-        frames = state.frames[rows, env]  # [B, S+n, *F]
-        ended = state.terminated[rows, env] | state.truncated[rows, env]  # [B, S+n]
-        # ends_before[:, q] = number of episode ends at positions < q.
-        ends_before = jnp.concatenate(
-            [jnp.zeros((B, 1), jnp.int32), jnp.cumsum(ended, axis=1, dtype=jnp.int32)], axis=1
-        )
-
-        def stacks(first_row: int) -> Array:
-            """``[B, n, S, *F]``: stacks of the rows at positions first_row + j + S - 1."""
-            j = jnp.arange(n)[:, None]
-            src = first_row + j + jnp.arange(S)[None, :]  # [n, S] frame positions
-            cur = first_row + j + S - 1  # [n, 1] the stack's own row
-            # A frame belongs to the stack's episode iff no episode ended in between.
-            same = ends_before[:, cur] == ends_before[:, src]  # [B, n, S]
-            if stack_padding == "repeat":
-                first = cur - jnp.sum(same, axis=-1, keepdims=True) + 1  # episode's first
-                src = jnp.maximum(src[None], first)  # [B, n, S]
-                out = frames[jnp.arange(B)[:, None, None], src]
-            else:
-                out = frames[:, src]
-                mask = same.reshape(same.shape + (1,) * len(frame_shape))
-                out = jnp.where(mask, out, jnp.zeros((), out.dtype))
-            return out
-
-        def to_obs(x: Array) -> Array:
-            return x[:, :, 0] if stack == 0 else jnp.moveaxis(x, 2, 2 + axis)
-
-        steps = rows[:, S - 1 : S - 1 + n]  # [B, n] the window's rows
-        step_ended = ended[:, S - 1 : S - 1 + n]
-        obs = to_obs(stacks(0))
-        next_obs = stacks(1)
-        keep = ~step_ended.reshape(step_ended.shape + (1,) * (next_obs.ndim - 2))
-        next_obs = to_obs(jnp.where(keep, next_obs, jnp.zeros((), next_obs.dtype)))
-
-        def take(x: Array) -> Array:
-            return x[steps, env]
-
-        if obs_extra_specs:  # dict observations: the other entries, whole per step
-            next_steps = rows[:, S : S + n]
-
-            def take_next(x: Array) -> Array:
-                out = x[next_steps, env]
-                ok = ~step_ended.reshape(step_ended.shape + (1,) * (out.ndim - 2))
-                return jnp.where(ok, out, jnp.zeros((), out.dtype))
-
-            obs = {OBS: obs, **{k: take(v) for k, v in state.obs_extras.items()}}
-            next_obs = {OBS: next_obs, **{k: take_next(v) for k, v in state.obs_extras.items()}}
-
-        return Transition(
-            obs=obs,
-            action=take(state.action),
-            reward=take(state.reward),
-            next_obs=next_obs,
-            terminated=take(state.terminated),
-            truncated=take(state.truncated),
-            extras={k: take(v) for k, v in state.extras.items()},
-        )
-
-    # ------------------------------------------------------------------ sample
-
-    def sample(state: CompactReplayState, key: jax.Array) -> ReplaySample:
-        # The total from the same descent: a separate read of the root would make XLA
-        # copy the whole tree before a later in-place priority update.
-        indices, weight, total = sum_tree.sample_with_total(state.tree, key, batch_size)
-        indices = indices.astype(jnp.int32)
-        time_index, env_index = indices // N, indices % N
-        probabilities = weight / jnp.where(total > 0, total, 1.0)
-        return ReplaySample(
-            experience=gather(state, time_index, env_index),
-            time_index=time_index,
-            env_index=env_index,
-            indices=indices,
-            probabilities=probabilities.astype(jnp.float32),
-        )
-
-    def can_sample(state: CompactReplayState) -> Array:
-        return state.num_items > 0
-
-    def num_items(state: CompactReplayState) -> Array:
-        return state.num_items
-
-    def update_priorities(
-        state: CompactReplayState,
-        indices: Any,
-        priorities: Any,
-        priority: PriorityParams | None = None,
-    ) -> CompactReplayState:
-        if not prioritized:
-            return state
-        priority = require_priority(priority, "update_priorities")
-        indices, priorities = sum_tree.index_value_batch(indices, priorities, "update_priorities")
-        in_range = (indices >= 0) & (indices < num_items_total)
-        current = sum_tree.get(state.tree, jnp.clip(indices, 0, num_items_total - 1))
-        valid = (current > 0) & in_range
-        tree, max_priority = write_priorities(
-            state, indices, priorities, valid, priority, _MIN_WEIGHT
-        )
-        return state.replace(tree=tree, max_priority=max_priority)
-
-    return ReplayBuffer(
-        init=init,
-        add=add,
-        sample=sample,
-        can_sample=can_sample,
-        update_priorities=update_priorities,
-        num_items=num_items,
-        gather=gather,
+    return _Layout(
+        num_rows=num_rows,
+        num_envs=num_envs,
+        batch_size=batch_size,
+        window=window,
+        stack=stack,
+        rows_per_obs=rows_per_obs,
+        axis=axis,
+        obs_shape=obs_shape,
+        frame_shape=frame_shape,
+        obs_dtype=_dtype("obs_dtype", obs_dtype),
+        action_shape=_shape("action_shape", action_shape),
+        action_dtype=_dtype("action_dtype", action_dtype),
+        extra_specs=tuple(_parse_extras(extras).items()),
+        obs_extra_specs=tuple(_parse_extras(obs_extras).items()),
+        stack_padding=stack_padding,
+        branching=branching,
+        prioritized=mode == "prioritized",
     )
+
+
+def _init(layout: _Layout, example: Transition | None = None) -> CompactReplayState:
+    L, N = layout.num_rows, layout.num_envs
+    if example is not None:
+        for name, want in (("obs", layout.obs_shape), ("action", layout.action_shape)):
+            value = getattr(example, name)
+            got = tuple((main_obs(value) if name == "obs" else value).shape)
+            if got != (N, *want):
+                raise ValueError(f"init: example.{name} must have shape {(N, *want)}, got {got}")
+    return CompactReplayState(
+        frames=jnp.zeros((L, N, *layout.frame_shape), layout.obs_dtype),
+        action=jnp.zeros((L, N, *layout.action_shape), layout.action_dtype),
+        reward=jnp.zeros((L, N), jnp.float32),
+        terminated=jnp.zeros((L, N), bool),
+        truncated=jnp.zeros((L, N), bool),
+        extras={k: jnp.zeros((L, N, *s), d) for k, (s, d) in layout.extra_specs},
+        obs_extras={k: jnp.zeros((L, N, *s), d) for k, (s, d) in layout.obs_extra_specs},
+        tree=sum_tree.init(L * N, layout.branching),
+        position=jnp.zeros((), jnp.int32),
+        size=jnp.zeros((), jnp.int32),
+        num_items=jnp.zeros((), jnp.int32),
+        max_priority=jnp.ones((), jnp.float32),
+    )
+
+
+def _write_rows(layout: _Layout, state: CompactReplayState, rollout: Transition):
+    """``(state, T)``: ``rollout``'s steps written at rows ``position .. position + T - 1``
+    (``position`` and ``size`` advanced); the tree is left for :func:`_add` to update."""
+    L, N, stack, axis = layout.num_rows, layout.num_envs, layout.stack, layout.axis
+    extra_specs, obs_extra_specs = dict(layout.extra_specs), dict(layout.obs_extra_specs)
+    full_obs = rollout.obs
+    if obs_extra_specs and not isinstance(full_obs, Mapping):
+        raise ValueError(f"add expects dict observations with keys {sorted(obs_extra_specs)}")
+    obs = jnp.asarray(main_obs(full_obs))
+    T = obs.shape[0] if obs.ndim else 0
+    if not 1 <= T <= L:
+        raise ValueError(
+            f"add expects leaves [T, N, ...] with 1 <= T <= L = {L}, got obs of shape {obs.shape}"
+        )
+
+    def check(name: str, value: Any, shape: tuple[int, ...]) -> Array:
+        value = jnp.asarray(value)
+        if value.shape != (T, N, *shape):
+            raise ValueError(
+                f"add expects {name} of shape {(T, N, *shape)} ([T, N, ...]), got {value.shape}"
+            )
+        return value
+
+    obs = check("obs", obs, layout.obs_shape)
+    newest = jnp.take(obs, stack - 1, axis=2 + axis) if stack >= 1 else obs
+    rollout_extras = rollout.extras or {}
+    missing = sorted(set(extra_specs) - set(rollout_extras))
+    if missing:
+        raise ValueError(
+            f"add: rollout.extras lacks declared extras {missing} (has {sorted(rollout_extras)})"
+        )
+    p = state.position
+    rows = (p + jnp.arange(T, dtype=jnp.int32)) % L
+
+    def write(stored: Array, new: Array) -> Array:
+        return stored.at[rows].set(
+            new.astype(stored.dtype), unique_indices=True, mode="promise_in_bounds"
+        )
+
+    state = state.replace(
+        frames=write(state.frames, newest),
+        action=write(state.action, check("action", rollout.action, layout.action_shape)),
+        reward=write(state.reward, check("reward", rollout.reward, ())),
+        terminated=write(state.terminated, check("terminated", rollout.terminated, ())),
+        truncated=write(state.truncated, check("truncated", rollout.truncated, ())),
+        extras={
+            k: write(v, check(f"extras[{k!r}]", rollout_extras[k], extra_specs[k][0]))
+            for k, v in state.extras.items()
+        },
+        obs_extras={
+            k: write(v, check(f"obs[{k!r}]", full_obs[k], obs_extra_specs[k][0]))
+            for k, v in state.obs_extras.items()
+        },
+        position=((p + T) % L).astype(jnp.int32),
+        size=jnp.minimum(state.size + T, L).astype(jnp.int32),
+    )
+    return state, T
+
+
+def _add(
+    layout: _Layout,
+    state: CompactReplayState,
+    rollout: Transition,
+    priority: PriorityParams | None = None,
+) -> CompactReplayState:
+    L, N, n, S = layout.num_rows, layout.num_envs, layout.window, layout.rows_per_obs
+    p = state.position
+    state, T = _write_rows(layout, state, rollout)
+    # Re-evaluate the items whose validity may have changed: rows p-n .. p+T+S-2
+    # (all L rows when that is more), each exactly once.
+    K = min(T + n + S - 1, L)
+    krows = (p - n + jnp.arange(K, dtype=jnp.int32)) % L  # [K], distinct
+    new_valid = compact_valid(
+        state.terminated, state.truncated, state.position, state.size, krows, n, layout.stack
+    )  # [K, N]
+    items = (krows[:, None] * N + jnp.arange(N, dtype=jnp.int32)).reshape(-1)
+    new_valid = new_valid.reshape(-1)
+    old_weight = sum_tree.get(state.tree, items)
+    old_valid = old_weight > 0
+    if layout.prioritized:
+        alpha = require_priority(priority, "add").alpha
+        is_new_row = ((krows - p) % L < T)[:, None]
+        keep = old_valid & ~jnp.broadcast_to(is_new_row, (K, N)).reshape(-1)
+        fresh = jnp.maximum(state.max_priority**alpha, _MIN_WEIGHT)
+        weight = jnp.where(keep, old_weight, fresh)
+    else:
+        # Valid leaves are all 1. Reading them (rather than writing a constant 1)
+        # makes the update depend on the read, so XLA orders the read first and
+        # updates the tree in place instead of copying it.
+        weight = jnp.where(old_valid, old_weight, 1.0)
+    weight = jnp.where(new_valid, weight, 0.0)
+    num_items = state.num_items + jnp.sum(new_valid, dtype=jnp.int32)
+    num_items -= jnp.sum(old_valid, dtype=jnp.int32)
+    return state.replace(
+        tree=sum_tree.update(state.tree, items, weight, assume_unique=True),
+        num_items=num_items,
+    )
+
+
+def _stacks(layout: _Layout, frames: Array, ends_before: Array, first_row: int) -> Array:
+    """``[B, n, S, *F]``: the frame stacks of the rows at positions ``first_row + j + S - 1``
+    (``j < n``) of the gathered rows, padded before each stack's episode start."""
+    n, S = layout.window, layout.rows_per_obs
+    B = frames.shape[0]
+    j = jnp.arange(n)[:, None]
+    src = first_row + j + jnp.arange(S)[None, :]  # [n, S] frame positions
+    cur = first_row + j + S - 1  # [n, 1] the stack's own row
+    # A frame belongs to the stack's episode iff no episode ended in between.
+    same = ends_before[:, cur] == ends_before[:, src]  # [B, n, S]
+    if layout.stack_padding == "repeat":
+        first = cur - jnp.sum(same, axis=-1, keepdims=True) + 1  # episode's first
+        src = jnp.maximum(src[None], first)  # [B, n, S]
+        return frames[jnp.arange(B)[:, None, None], src]
+    out = frames[:, src]
+    mask = same.reshape(same.shape + (1,) * len(layout.frame_shape))
+    return jnp.where(mask, out, jnp.zeros((), out.dtype))
+
+
+def _gather(
+    layout: _Layout, state: CompactReplayState, time_index: Any, env_index: Any
+) -> Transition:
+    L, n, S = layout.num_rows, layout.window, layout.rows_per_obs
+    time_index = jnp.asarray(time_index, jnp.int32)
+    env_index = jnp.asarray(env_index, jnp.int32)
+    B = time_index.shape[0]
+    # Rows t-S+1 .. t+n: position q of the gathered rows is row t - S + 1 + q.
+    rows = (time_index[:, None] + jnp.arange(-(S - 1), n + 1, dtype=jnp.int32)) % L
+    env = env_index[:, None]
+    frames = state.frames[rows, env]  # [B, S+n, *F]
+    ended = state.terminated[rows, env] | state.truncated[rows, env]  # [B, S+n]
+    # ends_before[:, q] = number of episode ends at positions < q.
+    ends_before = jnp.concatenate(
+        [jnp.zeros((B, 1), jnp.int32), jnp.cumsum(ended, axis=1, dtype=jnp.int32)], axis=1
+    )
+
+    def to_obs(x: Array) -> Array:
+        return x[:, :, 0] if layout.stack == 0 else jnp.moveaxis(x, 2, 2 + layout.axis)
+
+    steps = rows[:, S - 1 : S - 1 + n]  # [B, n] the window's rows
+    step_ended = ended[:, S - 1 : S - 1 + n]
+    obs = to_obs(_stacks(layout, frames, ends_before, 0))
+    next_obs = _stacks(layout, frames, ends_before, 1)
+    keep = ~step_ended.reshape(step_ended.shape + (1,) * (next_obs.ndim - 2))
+    next_obs = to_obs(jnp.where(keep, next_obs, jnp.zeros((), next_obs.dtype)))
+
+    def take(x: Array) -> Array:
+        return x[steps, env]
+
+    if layout.obs_extra_specs:  # dict observations: the other entries, whole per step
+        next_steps = rows[:, S : S + n]
+
+        def take_next(x: Array) -> Array:
+            out = x[next_steps, env]
+            ok = ~step_ended.reshape(step_ended.shape + (1,) * (out.ndim - 2))
+            return jnp.where(ok, out, jnp.zeros((), out.dtype))
+
+        obs = {OBS: obs, **{k: take(v) for k, v in state.obs_extras.items()}}
+        next_obs = {OBS: next_obs, **{k: take_next(v) for k, v in state.obs_extras.items()}}
+
+    return Transition(
+        obs=obs,
+        action=take(state.action),
+        reward=take(state.reward),
+        next_obs=next_obs,
+        terminated=take(state.terminated),
+        truncated=take(state.truncated),
+        extras={k: take(v) for k, v in state.extras.items()},
+    )
+
+
+def _sample(layout: _Layout, state: CompactReplayState, key: jax.Array) -> ReplaySample:
+    # The total from the same descent: a separate read of the root would make XLA
+    # copy the whole tree before a later in-place priority update.
+    indices, weight, total = sum_tree.sample_with_total(state.tree, key, layout.batch_size)
+    indices = indices.astype(jnp.int32)
+    time_index, env_index = indices // layout.num_envs, indices % layout.num_envs
+    probabilities = weight / jnp.where(total > 0, total, 1.0)
+    return ReplaySample(
+        experience=_gather(layout, state, time_index, env_index),
+        time_index=time_index,
+        env_index=env_index,
+        indices=indices,
+        probabilities=probabilities.astype(jnp.float32),
+    )
+
+
+def _can_sample(state: CompactReplayState) -> Array:
+    return state.num_items > 0
+
+
+def _num_items(state: CompactReplayState) -> Array:
+    return state.num_items
+
+
+def _update_priorities(
+    layout: _Layout,
+    state: CompactReplayState,
+    indices: Any,
+    priorities: Any,
+    priority: PriorityParams | None = None,
+) -> CompactReplayState:
+    if not layout.prioritized:
+        return state
+    num_items_total = layout.num_rows * layout.num_envs
+    priority = require_priority(priority, "update_priorities")
+    indices, priorities = sum_tree.index_value_batch(indices, priorities, "update_priorities")
+    in_range = (indices >= 0) & (indices < num_items_total)
+    current = sum_tree.get(state.tree, jnp.clip(indices, 0, num_items_total - 1))
+    valid = (current > 0) & in_range
+    tree, max_priority = write_priorities(state, indices, priorities, valid, priority, _MIN_WEIGHT)
+    return state.replace(tree=tree, max_priority=max_priority)

@@ -56,6 +56,7 @@ the tree's depth ``ceil(log_b(L N))`` (``b = 8``: 6 levels for 100,000 items).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import flax.struct
@@ -64,7 +65,16 @@ import jax.numpy as jnp
 
 from jaxrl.buffers import sum_tree
 from jaxrl.buffers.base import PriorityParams, ReplayBuffer, ReplaySample, require_priority
-from jaxrl.buffers.replay import ReplayState, make_uniform_replay
+from jaxrl.buffers.replay import (
+    ReplayState,
+    Ring,
+    make_uniform_replay,
+    ring_add,
+    ring_can_sample,
+    ring_gather,
+    ring_init,
+    ring_num_items,
+)
 from jaxrl.buffers.validity import window_valid
 from jaxrl.validation import check_int
 
@@ -176,85 +186,86 @@ def make_prioritized_replay(
         ``branching``; from ``add``/``update_priorities`` (at trace time) without
         ``priority``.
     """
-    uniform = make_uniform_replay(capacity, num_envs, batch_size, window)
+    make_uniform_replay(capacity, num_envs, batch_size, window)  # validates the sizes
     branching = check_int("branching", branching)
     sum_tree.init(1, branching)  # validates branching
-    num_rows = capacity // num_envs
-    num_items_total = num_rows * num_envs
-
-    def init(example: PyTree) -> PrioritizedReplayState:
-        return PrioritizedReplayState(
-            storage=uniform.init(example),
-            tree=sum_tree.init(num_items_total, branching),
-            max_priority=jnp.ones((), jnp.float32),
-        )
-
-    def is_valid(storage: ReplayState, row: Array) -> Array:
-        return window_valid(storage.position, storage.size, row, num_rows, window)
-
-    def add(
-        state: PrioritizedReplayState, batch: PyTree, priority: PriorityParams | None = None
-    ) -> PrioritizedReplayState:
-        alpha = require_priority(priority, "add").alpha
-        storage = uniform.add(state.storage, batch)
-        num_steps = jnp.shape(jax.tree.leaves(batch)[0])[0]
-        # Only the newest T + window - 1 rows can change validity: the T written ones and
-        # the window - 1 before them, which were behind the old head.
-        num_changed = min(num_steps + window - 1, num_rows)
-        rows = (storage.position - 1 - jnp.arange(num_changed, dtype=jnp.int32)) % num_rows
-        weight = jnp.where(is_valid(storage, rows), state.max_priority**alpha, 0.0)
-        items = rows[:, None] * num_envs + jnp.arange(num_envs, dtype=jnp.int32)
-        tree = sum_tree.update(
-            state.tree,
-            items.reshape(-1),
-            jnp.broadcast_to(weight[:, None], items.shape).reshape(-1),
-            assume_unique=True,
-        )
-        return state.replace(storage=storage, tree=tree)
-
-    def gather(state: PrioritizedReplayState, time_index: Any, env_index: Any) -> PyTree:
-        return uniform.gather(state.storage, time_index, env_index)
-
-    def sample(state: PrioritizedReplayState, key: jax.Array) -> ReplaySample:
-        indices, weight, mass = sum_tree.sample_with_total(state.tree, key, batch_size)
-        probabilities = jnp.where(mass > 0, weight / jnp.where(mass > 0, mass, 1.0), 0.0)
-        time_index, env_index = indices // num_envs, indices % num_envs
-        return ReplaySample(
-            experience=gather(state, time_index, env_index),
-            time_index=time_index,
-            env_index=env_index,
-            indices=indices,
-            probabilities=probabilities,
-        )
-
-    def can_sample(state: PrioritizedReplayState) -> Array:
-        return uniform.can_sample(state.storage)
-
-    def update_priorities(
-        state: PrioritizedReplayState,
-        indices: Any,
-        priorities: Any,
-        priority: PriorityParams | None = None,
-    ) -> PrioritizedReplayState:
-        priority = require_priority(priority, "update_priorities")
-        indices, priorities = sum_tree.index_value_batch(indices, priorities, "update_priorities")
-        valid = (
-            (indices >= 0)
-            & (indices < num_items_total)
-            & is_valid(state.storage, indices // num_envs)
-        )
-        tree, max_priority = write_priorities(state, indices, priorities, valid, priority)
-        return state.replace(tree=tree, max_priority=max_priority)
-
-    def num_items(state: PrioritizedReplayState) -> Array:
-        return (jnp.maximum(state.storage.size - window + 1, 0) * num_envs).astype(jnp.int32)
-
+    ring = Ring(capacity // num_envs, num_envs, window)
     return ReplayBuffer(
-        init=init,
-        add=add,
-        sample=sample,
-        can_sample=can_sample,
-        update_priorities=update_priorities,
-        num_items=num_items,
-        gather=gather,
+        init=functools.partial(_init, ring, branching),
+        add=functools.partial(_add, ring),
+        sample=functools.partial(_sample, ring, batch_size),
+        can_sample=lambda state: ring_can_sample(ring, state.storage),
+        update_priorities=functools.partial(_update_priorities, ring),
+        num_items=lambda state: ring_num_items(ring, state.storage),
+        gather=lambda state, t, e: ring_gather(ring, state.storage, t, e),
     )
+
+
+def _init(ring: Ring, branching: int, example: PyTree) -> PrioritizedReplayState:
+    return PrioritizedReplayState(
+        storage=ring_init(ring, example),
+        tree=sum_tree.init(ring.num_rows * ring.num_envs, branching),
+        max_priority=jnp.ones((), jnp.float32),
+    )
+
+
+def _is_valid(ring: Ring, storage: ReplayState, row: Array) -> Array:
+    return window_valid(storage.position, storage.size, row, ring.num_rows, ring.window)
+
+
+def _add(
+    ring: Ring,
+    state: PrioritizedReplayState,
+    batch: PyTree,
+    priority: PriorityParams | None = None,
+) -> PrioritizedReplayState:
+    num_rows, num_envs = ring.num_rows, ring.num_envs
+    alpha = require_priority(priority, "add").alpha
+    storage = ring_add(ring, state.storage, batch)
+    num_steps = jnp.shape(jax.tree.leaves(batch)[0])[0]
+    # Only the newest T + window - 1 rows can change validity: the T written ones and
+    # the window - 1 before them, which were behind the old head.
+    num_changed = min(num_steps + ring.window - 1, num_rows)
+    rows = (storage.position - 1 - jnp.arange(num_changed, dtype=jnp.int32)) % num_rows
+    weight = jnp.where(_is_valid(ring, storage, rows), state.max_priority**alpha, 0.0)
+    items = rows[:, None] * num_envs + jnp.arange(num_envs, dtype=jnp.int32)
+    tree = sum_tree.update(
+        state.tree,
+        items.reshape(-1),
+        jnp.broadcast_to(weight[:, None], items.shape).reshape(-1),
+        assume_unique=True,
+    )
+    return state.replace(storage=storage, tree=tree)
+
+
+def _sample(
+    ring: Ring, batch_size: int, state: PrioritizedReplayState, key: jax.Array
+) -> ReplaySample:
+    indices, weight, mass = sum_tree.sample_with_total(state.tree, key, batch_size)
+    probabilities = jnp.where(mass > 0, weight / jnp.where(mass > 0, mass, 1.0), 0.0)
+    time_index, env_index = indices // ring.num_envs, indices % ring.num_envs
+    return ReplaySample(
+        experience=ring_gather(ring, state.storage, time_index, env_index),
+        time_index=time_index,
+        env_index=env_index,
+        indices=indices,
+        probabilities=probabilities,
+    )
+
+
+def _update_priorities(
+    ring: Ring,
+    state: PrioritizedReplayState,
+    indices: Any,
+    priorities: Any,
+    priority: PriorityParams | None = None,
+) -> PrioritizedReplayState:
+    priority = require_priority(priority, "update_priorities")
+    indices, priorities = sum_tree.index_value_batch(indices, priorities, "update_priorities")
+    valid = (
+        (indices >= 0)
+        & (indices < ring.num_rows * ring.num_envs)
+        & _is_valid(ring, state.storage, indices // ring.num_envs)
+    )
+    tree, max_priority = write_priorities(state, indices, priorities, valid, priority)
+    return state.replace(tree=tree, max_priority=max_priority)

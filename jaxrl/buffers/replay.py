@@ -25,7 +25,8 @@ donated or updated inside ``jit``/``scan``); ``sample`` is one gather of
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Any, NamedTuple
 
 import flax.struct
 import jax
@@ -105,95 +106,120 @@ def make_uniform_replay(
             f"capacity must be >= num_envs * window = {num_envs} * {window} = "
             f"{num_envs * window}, got {capacity}"
         )
-    num_rows = capacity // num_envs
-
-    def init(example: PyTree) -> ReplayState:
-        def alloc(leaf: Any) -> Array:
-            if not isinstance(leaf, jax.ShapeDtypeStruct):
-                leaf = jnp.asarray(leaf)
-            shape = tuple(leaf.shape)
-            if len(shape) < 1 or shape[0] != num_envs:
-                raise ValueError(
-                    f"init expects leaves of shape [num_envs={num_envs}, ...], got {shape}"
-                )
-            return jnp.zeros((num_rows, *shape), leaf.dtype)
-
-        return ReplayState(
-            data=jax.tree.map(alloc, example),
-            position=jnp.zeros((), jnp.int32),
-            size=jnp.zeros((), jnp.int32),
-        )
-
-    def add(
-        state: ReplayState, batch: PyTree, priority: PriorityParams | None = None
-    ) -> ReplayState:
-        leaves = jax.tree.leaves(batch)
-        if not leaves:
-            raise ValueError("add expects a non-empty pytree")
-        num_steps = jnp.shape(leaves[0])[0] if jnp.ndim(leaves[0]) else 0
-        if not 1 <= num_steps <= num_rows:
-            raise ValueError(
-                f"add expects leaves [T, N, ...] with 1 <= T <= L = {num_rows}, "
-                f"got leading axis {num_steps}"
-            )
-        rows = (state.position + jnp.arange(num_steps, dtype=jnp.int32)) % num_rows
-
-        def write(stored: Array, new: Any) -> Array:
-            new = jnp.asarray(new)
-            if new.shape != (num_steps, *stored.shape[1:]):
-                raise ValueError(
-                    f"add expects a leaf of shape {(num_steps, *stored.shape[1:])} "
-                    f"([T, N, ...] like init's example), got {new.shape}"
-                )
-            return stored.at[rows].set(
-                new.astype(stored.dtype), unique_indices=True, mode="promise_in_bounds"
-            )
-
-        return ReplayState(
-            data=jax.tree.map(write, state.data, batch),
-            position=((state.position + num_steps) % num_rows).astype(jnp.int32),
-            size=jnp.minimum(state.size + num_steps, num_rows).astype(jnp.int32),
-        )
-
-    def gather(state: ReplayState, time_index: Any, env_index: Any) -> PyTree:
-        time_index = jnp.asarray(time_index, jnp.int32)
-        env_index = jnp.asarray(env_index, jnp.int32)
-        rows = (time_index[:, None] + jnp.arange(window, dtype=jnp.int32)) % num_rows  # [B, W]
-        return jax.tree.map(lambda x: x[rows, env_index[:, None]], state.data)
-
-    def sample(state: ReplayState, key: jax.Array) -> ReplaySample:
-        # One draw over all (start offset, env) pairs: uniform over the valid pairs.
-        num_starts = jnp.maximum(state.size - window + 1, 1)
-        flat = jax.random.randint(key, (batch_size,), 0, num_starts * num_envs, jnp.int32)
-        offset, env_index = flat // num_envs, (flat % num_envs).astype(jnp.int32)
-        oldest = (state.position - state.size) % num_rows
-        time_index = ((oldest + offset) % num_rows).astype(jnp.int32)
-        count = jnp.maximum(num_items(state), 1).astype(jnp.float32)
-        return ReplaySample(
-            experience=gather(state, time_index, env_index),
-            time_index=time_index,
-            env_index=env_index,
-            indices=time_index * num_envs + env_index,
-            probabilities=jnp.full((batch_size,), 1.0, jnp.float32) / count,
-        )
-
-    def can_sample(state: ReplayState) -> Array:
-        return state.size >= window
-
-    def num_items(state: ReplayState) -> Array:
-        return (jnp.maximum(state.size - window + 1, 0) * num_envs).astype(jnp.int32)
-
-    def update_priorities(
-        state: ReplayState, indices: Any, priorities: Any, priority: Any = None
-    ) -> ReplayState:
-        return state
-
+    ring = Ring(capacity // num_envs, num_envs, window)
     return ReplayBuffer(
-        init=init,
-        add=add,
-        sample=sample,
-        can_sample=can_sample,
-        update_priorities=update_priorities,
-        num_items=num_items,
-        gather=gather,
+        init=functools.partial(ring_init, ring),
+        add=functools.partial(ring_add, ring),
+        sample=functools.partial(uniform_sample, ring, batch_size),
+        can_sample=functools.partial(ring_can_sample, ring),
+        update_priorities=unchanged_priorities,
+        num_items=functools.partial(ring_num_items, ring),
+        gather=functools.partial(ring_gather, ring),
     )
+
+
+class Ring(NamedTuple):
+    """The static shape of a ring of ``num_rows`` rows of ``num_envs`` envs, sampled in
+    windows of ``window`` consecutive rows (``L``, ``N`` and ``n`` in the docstrings)."""
+
+    num_rows: int
+    num_envs: int
+    window: int
+
+
+def ring_init(ring: Ring, example: PyTree) -> ReplayState:
+    """Zeros ``[L, N, ...]`` shaped like ``example`` (leaves ``[N, ...]``), empty ring."""
+
+    def alloc(leaf: Any) -> Array:
+        if not isinstance(leaf, jax.ShapeDtypeStruct):
+            leaf = jnp.asarray(leaf)
+        shape = tuple(leaf.shape)
+        if len(shape) < 1 or shape[0] != ring.num_envs:
+            raise ValueError(
+                f"init expects leaves of shape [num_envs={ring.num_envs}, ...], got {shape}"
+            )
+        return jnp.zeros((ring.num_rows, *shape), leaf.dtype)
+
+    return ReplayState(
+        data=jax.tree.map(alloc, example),
+        position=jnp.zeros((), jnp.int32),
+        size=jnp.zeros((), jnp.int32),
+    )
+
+
+def ring_add(
+    ring: Ring, state: ReplayState, batch: PyTree, priority: PriorityParams | None = None
+) -> ReplayState:
+    """Writes ``batch`` (leaves ``[T, N, ...]``) at rows ``(position + t) mod L``."""
+    num_rows = ring.num_rows
+    leaves = jax.tree.leaves(batch)
+    if not leaves:
+        raise ValueError("add expects a non-empty pytree")
+    num_steps = jnp.shape(leaves[0])[0] if jnp.ndim(leaves[0]) else 0
+    if not 1 <= num_steps <= num_rows:
+        raise ValueError(
+            f"add expects leaves [T, N, ...] with 1 <= T <= L = {num_rows}, "
+            f"got leading axis {num_steps}"
+        )
+    rows = (state.position + jnp.arange(num_steps, dtype=jnp.int32)) % num_rows
+
+    def write(stored: Array, new: Any) -> Array:
+        new = jnp.asarray(new)
+        if new.shape != (num_steps, *stored.shape[1:]):
+            raise ValueError(
+                f"add expects a leaf of shape {(num_steps, *stored.shape[1:])} "
+                f"([T, N, ...] like init's example), got {new.shape}"
+            )
+        return stored.at[rows].set(
+            new.astype(stored.dtype), unique_indices=True, mode="promise_in_bounds"
+        )
+
+    return ReplayState(
+        data=jax.tree.map(write, state.data, batch),
+        position=((state.position + num_steps) % num_rows).astype(jnp.int32),
+        size=jnp.minimum(state.size + num_steps, num_rows).astype(jnp.int32),
+    )
+
+
+def ring_gather(ring: Ring, state: ReplayState, time_index: Any, env_index: Any) -> PyTree:
+    """The windows (leaves ``[B, window, ...]``) starting at rows ``time_index [B]`` of
+    envs ``env_index [B]``."""
+    time_index = jnp.asarray(time_index, jnp.int32)
+    env_index = jnp.asarray(env_index, jnp.int32)
+    offsets = jnp.arange(ring.window, dtype=jnp.int32)
+    rows = (time_index[:, None] + offsets) % ring.num_rows  # [B, W]
+    return jax.tree.map(lambda x: x[rows, env_index[:, None]], state.data)
+
+
+def uniform_sample(ring: Ring, batch_size: int, state: ReplayState, key: jax.Array) -> ReplaySample:
+    """``batch_size`` windows drawn uniformly over the valid (start, env) pairs."""
+    num_envs, num_rows = ring.num_envs, ring.num_rows
+    # One draw over all (start offset, env) pairs: uniform over the valid pairs.
+    num_starts = jnp.maximum(state.size - ring.window + 1, 1)
+    flat = jax.random.randint(key, (batch_size,), 0, num_starts * num_envs, jnp.int32)
+    offset, env_index = flat // num_envs, (flat % num_envs).astype(jnp.int32)
+    oldest = (state.position - state.size) % num_rows
+    time_index = ((oldest + offset) % num_rows).astype(jnp.int32)
+    count = jnp.maximum(ring_num_items(ring, state), 1).astype(jnp.float32)
+    return ReplaySample(
+        experience=ring_gather(ring, state, time_index, env_index),
+        time_index=time_index,
+        env_index=env_index,
+        indices=time_index * num_envs + env_index,
+        probabilities=jnp.full((batch_size,), 1.0, jnp.float32) / count,
+    )
+
+
+def ring_can_sample(ring: Ring, state: ReplayState) -> Array:
+    """Bool scalar: at least one whole window is written (``size >= window``)."""
+    return state.size >= ring.window
+
+
+def ring_num_items(ring: Ring, state: ReplayState) -> Array:
+    """Int32 scalar, the number of valid items ``N max(size - window + 1, 0)``."""
+    return (jnp.maximum(state.size - ring.window + 1, 0) * ring.num_envs).astype(jnp.int32)
+
+
+def unchanged_priorities(state: Any, indices: Any, priorities: Any, priority: Any = None) -> Any:
+    """A uniform buffer's ``update_priorities``: ``state`` unchanged."""
+    return state

@@ -221,9 +221,34 @@ def make_atari(
         reward_clipping=False,  # done here, so that the raw score can be logged
         use_fire_reset=use_fire_reset,
     )
+    game_ = _Game(name, num_envs, stack_num, episodic_life, reward_clipping, *_ale_calls(vec, name))
+    spec = EnvSpec(
+        name=name,
+        obs_shape=(img_height, img_width, stack_num),
+        obs_dtype="uint8",
+        action_space=Discrete(int(vec.single_action_space.n)),
+        num_envs=num_envs,
+        max_episode_steps=math.ceil(max_num_frames_per_episode / frameskip),
+    )
+    reset = functools.partial(_reset, game_)
+    step = functools.partial(_step, game_)
+    # `vec` owns the C++ environments the handle points to: both functions keep it alive.
+    reset.ale_vector_env = step.ale_vector_env = vec
+    return Env(spec=spec, reset=reset, step=step, state_is_portable=False)
+
+
+def _ale_calls(vec: Any, name: str) -> tuple[Array, Any, Any]:
+    """``(initial_handle, ale_reset, ale_step)``: ale-py's XLA calls of ``vec``, each
+    refusing ``jax.vmap``.
+
+    ``ale_reset(handle, indices [k], seeds [k]) -> (handle, obs [N, S, H, W], lives [N])``
+    resets the envs ``indices`` (seed -1 keeps an emulator's random stream), the others
+    reporting their current observation; ``ale_step(handle, action [N]) -> (handle, obs,
+    reward, game_over, truncated, lives)``.
+    """
     initial_handle, _, xla_step = vec.xla()  # also registers the foreign-call targets
     ale_shape = vec.observation_space.shape  # [N, stack, H, W]
-    i32 = jax.ShapeDtypeStruct((num_envs,), jnp.int32)
+    i32 = jax.ShapeDtypeStruct((ale_shape[0],), jnp.int32)
     # ale-py's own xla_reset resets a boolean mask only outside jit; this is its call with
     # the indices given directly: (handle, indices [k], seeds [k]) -> (handle, obs [N, ...],
     # env_ids, lives, frame_number, episode_frame_number), the envs not reset reporting
@@ -245,110 +270,118 @@ def make_atari(
         handle, (obs, reward, terminated, truncated, info) = xla_step(handle, action)
         return handle, obs, reward, terminated, truncated, info["lives"]
 
-    spec = EnvSpec(
-        name=name,
-        obs_shape=(img_height, img_width, stack_num),
-        obs_dtype="uint8",
-        action_space=Discrete(int(vec.single_action_space.n)),
-        num_envs=num_envs,
-        max_episode_steps=math.ceil(max_num_frames_per_episode / frameskip),
+    return initial_handle, ale_reset, ale_step
+
+
+class _Game(NamedTuple):
+    """What ``reset`` and ``step`` of one ``make_atari`` env need (static)."""
+
+    name: str
+    num_envs: int
+    stack_num: int
+    episodic_life: bool
+    reward_clipping: bool
+    initial_handle: Array
+    ale_reset: Any
+    ale_step: Any
+
+
+def _observe(game: _Game, ale_obs: Array, since_start: Array) -> Array:
+    """``[N, S, H, W]`` -> ``[N, H, W, S]``; with episodic life, frames from before the
+    current life zeroed (ale-py zeroes them itself after a reset)."""
+    obs = jnp.moveaxis(ale_obs, 1, -1)
+    if not game.episodic_life:
+        return obs
+    keep = jnp.arange(game.stack_num)  # frame k (0 oldest) is kept iff k >= S-1-since
+    mask = keep[None, :] >= game.stack_num - 1 - since_start[:, None]  # [N, S]
+    return jnp.where(mask[:, None, None, :], obs, jnp.zeros((), jnp.uint8))
+
+
+def _reset(game: _Game, key: PRNGKey) -> tuple[AtariState, TimeStep]:
+    num_envs = game.num_envs
+    seeds = jax.random.randint(key, (num_envs,), 0, 2**31 - 1, dtype=jnp.int32)
+    indices = jnp.arange(num_envs, dtype=jnp.int32)
+    handle, ale_obs, lives = game.ale_reset(game.initial_handle, indices, seeds)
+    zeros_f = jnp.zeros((num_envs,), jnp.float32)
+    zeros_i = jnp.zeros((num_envs,), jnp.int32)
+    false = jnp.zeros((num_envs,), bool)
+    obs = _observe(game, ale_obs, zeros_i)
+    info = {
+        "final_obs": obs,
+        "episode_return": zeros_f,
+        "episode_length": zeros_i,
+        "episode_done": false,
+        "lives": lives,
+    }
+    state = AtariState(handle, lives, zeros_f, zeros_i, zeros_i)
+    return state, TimeStep(obs, zeros_f, false, false, info)
+
+
+def _reset_ended(game: _Game, handle: Array, ended: Array, ale_obs: Array, lives: Array):
+    """Resets every env where ``ended``, one partial reset each (seed -1 keeps each
+    emulator's random stream); returns the batch's observations and lives after."""
+    order = jnp.nonzero(ended, size=game.num_envs, fill_value=0)[0].astype(jnp.int32)
+    minus_one = jnp.full((1,), -1, jnp.int32)
+
+    def body(carry):
+        k, handle, _, _ = carry
+        handle, ale_obs, lives = game.ale_reset(handle, order[k][None], minus_one)
+        return k + 1, handle, ale_obs, lives
+
+    count = ended.sum()
+    _, handle, ale_obs, lives = jax.lax.while_loop(
+        lambda c: c[0] < count, body, (jnp.zeros((), count.dtype), handle, ale_obs, lives)
     )
-    keep = jnp.arange(stack_num)  # frame k (0 oldest) is kept iff k >= stack_num-1-since
+    return handle, ale_obs, lives
 
-    def observe(ale_obs: Array, since_start: Array) -> Array:
-        """``[N, S, H, W]`` -> ``[N, H, W, S]``; with episodic life, frames from before the
-        current life zeroed (ale-py zeroes them itself after a reset)."""
-        obs = jnp.moveaxis(ale_obs, 1, -1)
-        if not episodic_life:
-            return obs
-        mask = keep[None, :] >= stack_num - 1 - since_start[:, None]  # [N, S]
-        return jnp.where(mask[:, None, None, :], obs, jnp.zeros((), jnp.uint8))
 
-    def reset(key: PRNGKey) -> tuple[AtariState, TimeStep]:
-        seeds = jax.random.randint(key, (num_envs,), 0, 2**31 - 1, dtype=jnp.int32)
-        indices = jnp.arange(num_envs, dtype=jnp.int32)
-        handle, ale_obs, lives = ale_reset(initial_handle, indices, seeds)
-        zeros_f = jnp.zeros((num_envs,), jnp.float32)
-        zeros_i = jnp.zeros((num_envs,), jnp.int32)
-        false = jnp.zeros((num_envs,), bool)
-        obs = observe(ale_obs, zeros_i)
-        info = {
-            "final_obs": obs,
-            "episode_return": zeros_f,
-            "episode_length": zeros_i,
-            "episode_done": false,
-            "lives": lives,
-        }
-        state = AtariState(handle, lives, zeros_f, zeros_i, zeros_i)
-        return state, TimeStep(obs, zeros_f, false, false, info)
-
-    def reset_ended(handle: Array, ended: Array, ale_obs: Array, lives: Array):
-        """Resets every env where ``ended``, one partial reset each (seed -1 keeps each
-        emulator's random stream); returns the batch's observations and lives after."""
-        order = jnp.nonzero(ended, size=num_envs, fill_value=0)[0].astype(jnp.int32)
-        minus_one = jnp.full((1,), -1, jnp.int32)
-
-        def body(carry):
-            k, handle, _, _ = carry
-            handle, ale_obs, lives = ale_reset(handle, order[k][None], minus_one)
-            return k + 1, handle, ale_obs, lives
-
-        count = ended.sum()
-        _, handle, ale_obs, lives = jax.lax.while_loop(
-            lambda c: c[0] < count, body, (jnp.zeros((), count.dtype), handle, ale_obs, lives)
+def _step(
+    game: _Game, state: AtariState, action: Array, key: PRNGKey
+) -> tuple[AtariState, TimeStep]:
+    del key
+    if jnp.shape(action) != (game.num_envs,):
+        raise ValueError(
+            f"{game.name}: expected actions of shape {(game.num_envs,)}, got {action.shape}"
         )
-        return handle, ale_obs, lives
-
-    def step(state: AtariState, action: Array, key: PRNGKey) -> tuple[AtariState, TimeStep]:
-        del key
-        if jnp.shape(action) != (num_envs,):
-            raise ValueError(f"{name}: expected actions of shape {(num_envs,)}, got {action.shape}")
-        handle, ale_obs, reward, game_over, truncated, lives = ale_step(
-            state.handle, action.astype(jnp.int32)
-        )
-        truncated = truncated & ~game_over
-        game_end = game_over | truncated
-        raw_reward = reward.astype(jnp.float32)
-        ep_return = state.episode_return + raw_reward
-        ep_length = state.episode_length + 1
-        terminated = game_over
-        if episodic_life:
-            terminated = game_over | ((lives < state.lives) & ~truncated)
-        final_obs = observe(ale_obs, state.since_start + 1)
-        handle, ale_obs, lives = jax.lax.cond(
-            game_end.any(),
-            reset_ended,
-            lambda handle, ended, ale_obs, lives: (handle, ale_obs, lives),
-            handle,
-            game_end,
-            ale_obs,
-            lives,
-        )
-        since_start = jnp.where(terminated | truncated, 0, state.since_start + 1)
-        obs = observe(ale_obs, since_start)
-        info = {
-            "final_obs": final_obs,
-            "episode_return": jnp.where(game_end, ep_return, 0.0),
-            "episode_length": jnp.where(game_end, ep_length, 0),
-            "episode_done": game_end,
-            "lives": lives,
-        }
-        new_state = AtariState(
-            handle=handle,
-            lives=lives,
-            episode_return=jnp.where(game_end, 0.0, ep_return),
-            episode_length=jnp.where(game_end, 0, ep_length),
-            since_start=since_start,
-        )
-        if reward_clipping:
-            reward_out = jnp.clip(raw_reward, -1.0, 1.0)
-        else:
-            reward_out = raw_reward
-        return new_state, TimeStep(obs, reward_out, terminated, truncated, info)
-
-    # `vec` owns the C++ environments the handle points to: both functions keep it alive.
-    reset.ale_vector_env = step.ale_vector_env = vec
-    return Env(spec=spec, reset=reset, step=step, state_is_portable=False)
+    handle, ale_obs, reward, game_over, truncated, lives = game.ale_step(
+        state.handle, action.astype(jnp.int32)
+    )
+    truncated = truncated & ~game_over
+    game_end = game_over | truncated
+    raw_reward = reward.astype(jnp.float32)
+    ep_return = state.episode_return + raw_reward
+    ep_length = state.episode_length + 1
+    terminated = game_over
+    if game.episodic_life:
+        terminated = game_over | ((lives < state.lives) & ~truncated)
+    final_obs = _observe(game, ale_obs, state.since_start + 1)
+    handle, ale_obs, lives = jax.lax.cond(
+        game_end.any(),
+        functools.partial(_reset_ended, game),
+        lambda handle, ended, ale_obs, lives: (handle, ale_obs, lives),
+        handle,
+        game_end,
+        ale_obs,
+        lives,
+    )
+    since_start = jnp.where(terminated | truncated, 0, state.since_start + 1)
+    obs = _observe(game, ale_obs, since_start)
+    info = {
+        "final_obs": final_obs,
+        "episode_return": jnp.where(game_end, ep_return, 0.0),
+        "episode_length": jnp.where(game_end, ep_length, 0),
+        "episode_done": game_end,
+        "lives": lives,
+    }
+    new_state = AtariState(
+        handle=handle,
+        lives=lives,
+        episode_return=jnp.where(game_end, 0.0, ep_return),
+        episode_length=jnp.where(game_end, 0, ep_length),
+        since_start=since_start,
+    )
+    reward_out = jnp.clip(raw_reward, -1.0, 1.0) if game.reward_clipping else raw_reward
+    return new_state, TimeStep(obs, reward_out, terminated, truncated, info)
 
 
 def factory(game: str):
