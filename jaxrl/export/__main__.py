@@ -1,0 +1,110 @@
+"""``python -m jaxrl.export RUN_DIR --format stablehlo|onnx``: write a run's greedy policy.
+
+Examples::
+
+    python -m jaxrl.export runs/dqn_CartPole-v1_s0_... --format onnx
+    python -m jaxrl.export runs/ppo_... --format stablehlo --step 20480 --out ppo.stablehlo
+
+Restores the newest checkpoint (or ``--step``) and writes the greedy policy of
+:mod:`jaxrl.export` to ``--out`` (default ``RUN_DIR/export/policy_<step>.<format>``); for a
+run of several seeds or sweep points, member ``--member`` (default 0). ONNX graphs have a
+fixed batch size (``--batch``, default 1); StableHLO's is symbolic. The file is written
+whole or not at all. A user's mistake (unknown format, a run without checkpoints, the
+random agent, ONNX without ``jaxrl[onnx]``) prints one line and exits with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from jaxrl.types import ConfigError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise ConfigError(message)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    from jaxrl.export import FORMATS
+
+    parser = _Parser(prog="python -m jaxrl.export", description="Export a run's greedy policy.")
+    parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory with checkpoints")
+    parser.add_argument("--format", required=True, choices=FORMATS, help="file format")
+    parser.add_argument("--step", type=int, help="checkpoint to export (default: the newest)")
+    parser.add_argument("--out", help="output file (default RUN_DIR/export/policy_STEP.FORMAT)")
+    parser.add_argument("--member", type=int, default=0, help="member of a --seeds run (0)")
+    parser.add_argument("--batch", type=int, default=1, help="ONNX batch size (default 1)")
+    args = parser.parse_args(argv)
+    if args.batch < 1:
+        raise ConfigError(f"--batch must be >= 1, got {args.batch}")
+    return args
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """Writes ``data`` to ``path`` through a temporary file renamed into place."""
+    if path.is_dir():
+        raise ConfigError(f"--out '{path}' is a directory")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise ConfigError(f"--out: cannot write '{path}': {e.strerror or e}") from None
+
+
+def export(args: argparse.Namespace) -> tuple[Path, int, int]:
+    """Writes the file; returns ``(path, step, bytes)``."""
+    import jax
+
+    from jaxrl import envs, export
+    from jaxrl.checkpoint import restore
+    from jaxrl.experiment.checkpoint import pick_step
+    from jaxrl.experiment.config import env_kwargs
+    from jaxrl.experiment.setup import read_launch
+
+    run_dir = Path(args.run_dir)
+    step = pick_step(run_dir, args.step)
+    agent, state, cfg = restore(run_dir, step)
+    if cfg["agent"]["name"] == "random":
+        raise ConfigError("agent 'random' has no trained policy to export")
+    launch = read_launch(run_dir)
+    if launch.batched:
+        members = len(launch.members(cfg["run"]["seed"]))
+        if not 0 <= args.member < members:
+            raise ConfigError(f"--member must be in [0, {members - 1}], got {args.member}")
+        state = jax.tree.map(lambda x: x[args.member], state)
+    elif args.member != 0:
+        raise ConfigError(f"--member {args.member}: the run has one member (0)")
+    spec = envs.make(cfg["env"]["name"], num_envs=1, **env_kwargs(cfg)).spec
+    fn, inputs = export.greedy_policy(agent, state, spec, args.batch)
+    if args.format == "onnx":
+        data = export.to_onnx(fn, inputs).SerializeToString()
+    else:
+        data = export.to_stablehlo(fn, inputs)
+    path = Path(args.out) if args.out else run_dir / "export" / f"policy_{step}.{args.format}"
+    _write_whole(path, data)
+    return path, step, len(data)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = parse_args(argv)
+        path, step, size = export(args)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {path} ({args.format}, checkpoint step {step}, {size:,} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
