@@ -275,7 +275,9 @@ def _dot_general(graph: _Graph, x: list[str], params: dict, eqn: Any) -> str:
     equation = f"{''.join(lhs)},{''.join(rhs)}->{''.join(out)}"
     result = graph.node("Einsum", x, equation=equation)
     in_dtype, out_dtype = eqn.invars[0].aval.dtype, eqn.outvars[0].aval.dtype
-    return result if in_dtype == out_dtype else graph.node("Cast", [result], to=graph.dtype(out_dtype))
+    if in_dtype == out_dtype:
+        return result
+    return graph.node("Cast", [result], to=graph.dtype(out_dtype))
 
 
 def _conv(graph: _Graph, x: list[str], params: dict, eqn: Any) -> str:
@@ -331,9 +333,7 @@ def _prune(graph: _Graph, outputs: Sequence[str]) -> None:
     graph.initializers = {k: v for k, v in graph.initializers.items() if k in needed}
 
 
-def to_onnx(
-    fn: Callable[..., Any], examples: dict[str, Any], output_names: Sequence[str]
-) -> Any:
+def to_onnx(fn: Callable[..., Any], examples: dict[str, Any], output_names: Sequence[str]) -> Any:
     """``fn(**examples)``'s graph as an ``onnx.ModelProto`` (opset 18).
 
     Args:
@@ -349,9 +349,7 @@ def to_onnx(
     """
     onnx = _onnx()
     names = list(examples)
-    closed = jax.make_jaxpr(lambda *a: fn(**dict(zip(names, a, strict=True))))(
-        *examples.values()
-    )
+    closed = jax.make_jaxpr(lambda *a: fn(**dict(zip(names, a, strict=True))))(*examples.values())
     graph = _Graph()
     outs = _walk(graph, closed, names)
     graph_outputs = []

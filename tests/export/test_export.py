@@ -71,7 +71,8 @@ def test_exports_act_as_the_greedy_agent(agent_name, env_name, overrides):
     assert_actions_equal(onnx_out[0], want)
     # StableHLO has a symbolic batch: call it with 5 envs.
     feed5 = random_inputs(inputs, 5, seed=1)
-    feed5.update({k: np.zeros((5, *v.shape[1:]), v.dtype) for k, v in inputs.items() if "carry" in k})
+    carry5 = {k: np.zeros((5, *v.shape[1:]), v.dtype) for k, v in inputs.items() if "carry" in k}
+    feed5.update(carry5)
     exported = jax.export.deserialize(bytearray(to_stablehlo(fn, inputs)))
     got = exported.call(*feed5.values())
     want5, want5_carry = reference_actions(agent, state, feed5["obs"], agent.init_carry(5))
