@@ -87,6 +87,12 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         metavar="agent.NAME=V1,V2",
         help="vmap over values of a continuous hyperparameter (repeatable: a grid)",
     )
+    parser.add_argument(
+        "--log",
+        metavar="NAMES",
+        help="loggers besides metrics.jsonl/csv, comma-separated: tensorboard, wandb "
+        "(default tensorboard)",
+    )
     args, rest = parser.parse_known_args(argv)
     args.fixed_by_resume = [  # the flags a resume may not change, in --help's order
         action.option_strings[0]
@@ -112,6 +118,11 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         overrides[key] = parse_override(value)
         i += 1
     return args, overrides
+
+
+def _names(value: str) -> list[str]:
+    """``"tensorboard,wandb"`` -> ``["tensorboard", "wandb"]`` (``""``: none)."""
+    return [name.strip() for name in value.split(",") if name.strip()]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -142,6 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             sweep=parse_sweep(args.sweep),
             checkpoint_every=args.checkpoint_every or 0,
             keep=3 if args.keep is None else args.keep,
+            loggers=["tensorboard"] if args.log is None else _names(args.log),
         )
 
         cfg = resolve(

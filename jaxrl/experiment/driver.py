@@ -92,6 +92,8 @@ class _Driver:
             run_dir,
             keep_rows=int(meta["rows"]) if restored is not None else None,
             purge_step=restored.step + 1 if restored is not None else None,
+            loggers=setup.launch.loggers,
+            config=setup.cfg,
         )
         self.saver = checkpoint.CheckpointWriter(run_dir, keep=setup.launch.keep)
 

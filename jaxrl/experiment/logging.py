@@ -1,20 +1,34 @@
 """Metric rows: aggregation of per-iteration metrics, and writers for a run directory.
 
-A run directory gets ``metrics.jsonl`` and ``metrics.csv`` (one row per logging interval)
-and, where ``tensorboardX`` is installed, TensorBoard event files.
+A run directory always gets ``metrics.jsonl`` and ``metrics.csv`` (one row per logging
+interval; resume and ``jaxrl.plot`` read them). ``MetricsWriter`` also sends each row to
+the loggers named in ``launch.yaml``'s ``loggers`` (``--log``), a composite of any of:
+
+* ``tensorboard``: TensorBoard event files in the run directory (``tensorboardX``; the
+  default, skipped silently where it is not installed);
+* ``wandb``: a Weights & Biases run (``pip install 'jaxrl[wandb]'``) under
+  ``RUN_DIR/wandb``, with the run's config, named and identified by the run directory (a
+  resumed run continues the same W&B run; W&B ignores rows at steps it already has).
+  ``WANDB_PROJECT`` (default ``jaxrl``), ``WANDB_ENTITY`` and ``WANDB_MODE`` (``offline``
+  to log without a network, then ``wandb sync``) are read from the environment.
 """
 
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import math
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from jaxrl.types import ConfigError
+
+LOGGERS = ("tensorboard", "wandb")
 EPISODE_KEYS = ("episodes", "episode_return_sum", "episode_length_sum")
 FIRST_COLUMNS = ("step", "time", "sps", "episode_return", "episode_length", "eval_return")
 
@@ -44,6 +58,62 @@ def aggregate(metrics: Mapping[str, np.ndarray]) -> dict[str, float]:
     return row
 
 
+def check_loggers(names: Sequence[str]) -> list[str]:
+    """``names`` as a list; ConfigError for an unknown logger or W&B not installed."""
+    names = list(names)
+    for name in names:
+        if name not in LOGGERS:
+            raise ConfigError(f"unknown logger '{name}' in --log; valid: {', '.join(LOGGERS)}")
+    if "wandb" in names and importlib.util.find_spec("wandb") is None:
+        raise ConfigError("--log wandb needs wandb: pip install 'jaxrl[wandb]'")
+    return names
+
+
+class _TensorBoard:
+    def __init__(self, run_dir: Path, purge_step: int | None):
+        from tensorboardX import SummaryWriter
+
+        self.writer = SummaryWriter(str(run_dir), purge_step=purge_step)
+
+    def write(self, row: Mapping[str, Any], tag_prefix: str) -> None:
+        for key, value in row.items():
+            if key != "step" and isinstance(value, int | float):
+                self.writer.add_scalar(tag_prefix + key, value, row["step"])
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class _Wandb:
+    def __init__(self, run_dir: Path, config: Mapping[str, Any] | None):
+        import wandb
+
+        self.run = wandb.init(
+            dir=str(run_dir),
+            project=os.environ.get("WANDB_PROJECT", "jaxrl"),
+            entity=os.environ.get("WANDB_ENTITY"),
+            mode=os.environ.get("WANDB_MODE", "online"),
+            name=run_dir.name,
+            id=_wandb_id(run_dir.name),
+            resume="allow",
+            config=dict(config or {}),
+        )
+
+    def write(self, row: Mapping[str, Any], tag_prefix: str) -> None:
+        values = {
+            tag_prefix + k: v for k, v in row.items() if k != "step" and isinstance(v, int | float)
+        }
+        self.run.log(values, step=int(row["step"]))
+
+    def close(self) -> None:
+        self.run.finish()
+
+
+def _wandb_id(name: str) -> str:
+    """A W&B run id from a run directory's name (W&B ids may not hold ``/\\#?%:``)."""
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[-128:]
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -51,16 +121,24 @@ def _jsonable(value: Any) -> Any:
 
 
 class MetricsWriter:
-    """Appends rows to ``metrics.jsonl``, ``metrics.csv`` and TensorBoard (if available).
+    """Appends rows to ``metrics.jsonl``, ``metrics.csv`` and the ``loggers``.
 
     The CSV header is fixed by the first row: standard columns first, then the agent's
     metrics in the order they appear. NaN is written as an empty CSV cell and JSON null.
     """
 
-    def __init__(self, run_dir: Path, keep_rows: int | None = None, purge_step: int | None = None):
+    def __init__(
+        self,
+        run_dir: Path,
+        keep_rows: int | None = None,
+        purge_step: int | None = None,
+        loggers: Sequence[str] = ("tensorboard",),
+        config: Mapping[str, Any] | None = None,
+    ):
         """``keep_rows``: resume an existing run: keep its first ``keep_rows`` rows (drop
         any written after its last checkpoint) and append. ``purge_step``: TensorBoard
-        hides the old run's events from that step on."""
+        hides the old run's events from that step on. ``loggers``: names from
+        ``LOGGERS``; ``config``: the run's config, for W&B."""
         self.run_dir = Path(run_dir)
         self._csv: csv.DictWriter | None = None
         mode = "w"
@@ -76,13 +154,11 @@ class MetricsWriter:
         if keep_rows:
             columns = next(csv.reader([lines[0]]))
             self._csv = csv.DictWriter(self._csv_file, columns, extrasaction="ignore")
-        self._tb = None
-        try:
-            from tensorboardX import SummaryWriter
-        except ImportError:
-            pass
-        else:
-            self._tb = SummaryWriter(str(self.run_dir), purge_step=purge_step)
+        self._loggers: list[Any] = []
+        if "tensorboard" in loggers and importlib.util.find_spec("tensorboardX") is not None:
+            self._loggers.append(_TensorBoard(self.run_dir, purge_step))
+        if "wandb" in loggers:
+            self._loggers.append(_Wandb(self.run_dir, config))
 
     def write(self, row: Mapping[str, Any], tag_prefix: str = "") -> None:
         row = {k: _jsonable(v) for k, v in row.items()}
@@ -95,10 +171,8 @@ class MetricsWriter:
             self._csv.writeheader()
         self._csv.writerow({k: "" if v is None else v for k, v in row.items()})
         self._csv_file.flush()
-        if self._tb is not None:
-            for key, value in row.items():
-                if key != "step" and isinstance(value, int | float):
-                    self._tb.add_scalar(tag_prefix + key, value, row["step"])
+        for logger in self._loggers:
+            logger.write(row, tag_prefix)
 
     def __enter__(self) -> MetricsWriter:
         return self
@@ -109,5 +183,5 @@ class MetricsWriter:
     def close(self) -> None:
         self._jsonl.close()
         self._csv_file.close()
-        if self._tb is not None:
-            self._tb.close()
+        for logger in self._loggers:
+            logger.close()

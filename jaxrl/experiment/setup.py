@@ -24,6 +24,7 @@ import yaml
 from jaxrl import agents, envs, runners
 from jaxrl.experiment import sweep
 from jaxrl.experiment.config import dump, env_kwargs, resolve
+from jaxrl.experiment.logging import check_loggers
 from jaxrl.runners import RunConfig, Runner
 from jaxrl.types import ConfigError
 
@@ -40,14 +41,18 @@ class Launch:
       sweep: swept continuous hyperparameters ``{name: [values]}`` (``agent.name``).
       checkpoint_every: env steps between checkpoints (0: only at the end of the run).
       keep: checkpoints kept (the newest).
+      loggers: where metric rows go besides ``metrics.jsonl``/``metrics.csv``
+        (``jaxrl.experiment.logging.LOGGERS``: tensorboard, wandb).
     """
 
     seeds: int = 1
     sweep: dict[str, list[float]] = dataclasses.field(default_factory=dict)
     checkpoint_every: int = 0
     keep: int = 3
+    loggers: list[str] = dataclasses.field(default_factory=lambda: ["tensorboard"])
 
     def __post_init__(self):
+        object.__setattr__(self, "loggers", check_loggers(self.loggers))
         for flag, value, least in (
             ("--seeds", self.seeds, 1),
             ("--checkpoint-every", self.checkpoint_every, 0),
