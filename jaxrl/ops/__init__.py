@@ -23,6 +23,7 @@ from jaxrl.ops.q_learning import q_learning_td_error
 from jaxrl.ops.returns import NStepTarget, gae, n_step_bootstrap
 from jaxrl.ops.schedules import linear_schedule
 from jaxrl.ops.targets import soft_update
+from jaxrl.ops.vtrace import VTraceOutput, vtrace
 
 __all__ = [
     "categorical_double_q_target",
@@ -44,4 +45,6 @@ __all__ = [
     "q_learning_td_error",
     "soft_update",
     "value_loss",
+    "VTraceOutput",
+    "vtrace",
 ]
