@@ -1,0 +1,102 @@
+"""Data parallelism over devices (``runners/devices.py``): on 4 fake CPU devices, PPO and
+DQN with their envs split over the devices compute what one device computes (same
+episodes, parameters within rtol 1e-5), with the per-env state really split; a device
+count that does not fit is one line.
+
+The 4-device program runs in a subprocess: the CPU device count is fixed when JAX starts
+(``--xla_force_host_platform_device_count``)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from jaxrl.runners.devices import env_mesh
+from jaxrl.types import ConfigError
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, os
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    import jax, numpy as np
+    from jaxrl import agents, envs
+    from jaxrl.runners import RunConfig, make_runner
+    from jaxrl.runners.devices import data_parallel, env_mesh
+    from jaxrl.types import ConfigError
+
+    N = 8
+    CASES = {
+        "ppo": ({"num_minibatches": 2, "update_epochs": 2, "hidden_sizes": [16]}, 16),
+        "dqn": ({"learning_starts": 64, "batch_size": 16, "buffer_size": 512,
+                 "hidden_sizes": [16], "updates_per_rollout": 2}, 4),
+    }
+    out = {"devices": len(jax.devices())}
+    for name, (overrides, rollout_len) in CASES.items():
+        env = envs.make("CartPole", num_envs=N)
+        agent = agents.make(name, env.spec, **overrides)
+        runner = make_runner(agent, env, RunConfig(
+            steps=N * rollout_len * 10, rollout_len=rollout_len,
+            log_every=N * rollout_len * 5, eval_every=0))
+        results = []
+        for runner_ in (runner, data_parallel(runner, env_mesh(4, N), N)):
+            state = jax.jit(runner_.init)(jax.random.PRNGKey(0))
+            chunk = jax.jit(runner_.run_chunk)
+            rows = []
+            for _ in range(2):  # 10 iterations: 10 updates of PPO, 20 of DQN
+                state, metrics = chunk(state)
+                rows.append(float(np.sum(metrics["episode_return_sum"])))
+            results.append((state, rows))
+        (one, rows_one), (four, rows_four) = results
+        leaves = zip(jax.tree.leaves(one.agent_state), jax.tree.leaves(four.agent_state))
+        out[name] = {
+            "rows": [rows_one, rows_four],
+            "close": all(np.allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
+                         for a, b in leaves),
+            "obs_spec": list(jax.tree.leaves(four.obs)[0].sharding.spec),
+            "obs_devices": len(jax.tree.leaves(four.obs)[0].sharding.device_set),
+            "params_replicated": jax.tree.leaves(four.agent_state)[0].sharding.is_fully_replicated,
+        }
+    try:
+        env_mesh(4, 6)
+    except ConfigError as e:
+        out["indivisible"] = str(e)
+    print("RESULT " + json.dumps(out))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def four_devices(tmp_path_factory):
+    script = tmp_path_factory.mktemp("devices") / "four.py"
+    script.write_text(SCRIPT)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = next(li for li in done.stdout.splitlines() if li.startswith("RESULT "))
+    return json.loads(line.removeprefix("RESULT "))
+
+
+@pytest.mark.parametrize("agent", ["ppo", "dqn"])
+def test_four_devices_compute_what_one_device_computes(four_devices, agent):
+    assert four_devices["devices"] == 4
+    result = four_devices[agent]
+    rows_one, rows_four = result["rows"]
+    assert rows_one == rows_four and sum(rows_one) > 0
+    assert result["close"]
+    assert result["obs_spec"] == ["envs"] and result["obs_devices"] == 4
+    assert result["params_replicated"]
+
+
+def test_device_counts_that_do_not_fit_are_one_line(four_devices):
+    assert "does not divide the 6 envs" in four_devices["indivisible"]
+    with pytest.raises(ConfigError, match="this process has 1 CPU device"):
+        env_mesh(2, 8)
+    with pytest.raises(ConfigError, match="positive integer or 'all'"):
+        env_mesh(0, 8)
