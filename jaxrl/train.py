@@ -88,6 +88,11 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         help="vmap over values of a continuous hyperparameter (repeatable: a grid)",
     )
     parser.add_argument(
+        "--devices",
+        metavar="N",
+        help="split the envs over N local devices, or 'all' (default 1; JAX-native envs)",
+    )
+    parser.add_argument(
         "--log",
         metavar="NAMES",
         help="loggers besides metrics.jsonl/csv, comma-separated: tensorboard, wandb "
@@ -118,6 +123,16 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         overrides[key] = parse_override(value)
         i += 1
     return args, overrides
+
+
+def _devices(value: str | None) -> int | str:
+    """``--devices``: None -> 1, ``"all"``, or a positive integer."""
+    if value is None or value == "all":
+        return 1 if value is None else value
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"--devices must be a positive integer or 'all', got '{value}'") from None
 
 
 def _names(value: str) -> list[str]:
@@ -154,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             checkpoint_every=args.checkpoint_every or 0,
             keep=3 if args.keep is None else args.keep,
             loggers=["tensorboard"] if args.log is None else _names(args.log),
+            devices=_devices(args.devices),
         )
 
         cfg = resolve(

@@ -25,7 +25,7 @@ from jaxrl import agents, envs, runners
 from jaxrl.experiment import sweep
 from jaxrl.experiment.config import dump, env_kwargs, resolve
 from jaxrl.experiment.logging import check_loggers
-from jaxrl.runners import RunConfig, Runner
+from jaxrl.runners import RunConfig, Runner, devices
 from jaxrl.types import ConfigError
 
 LAUNCH_FILE = "launch.yaml"
@@ -43,6 +43,8 @@ class Launch:
       keep: checkpoints kept (the newest).
       loggers: where metric rows go besides ``metrics.jsonl``/``metrics.csv``
         (``jaxrl.experiment.logging.LOGGERS``: tensorboard, wandb).
+      devices: local devices one run's envs are split over (``"all"``: every one;
+        ``jaxrl.runners.devices``); 1 runs on the default device.
     """
 
     seeds: int = 1
@@ -50,13 +52,18 @@ class Launch:
     checkpoint_every: int = 0
     keep: int = 3
     loggers: list[str] = dataclasses.field(default_factory=lambda: ["tensorboard"])
+    devices: int | str = 1
 
     def __post_init__(self):
         object.__setattr__(self, "loggers", check_loggers(self.loggers))
+        devices = self.devices
+        if devices != "all" and (isinstance(devices, bool) or not isinstance(devices, int)):
+            raise ConfigError(f"--devices must be a positive integer or 'all', got {devices!r}")
         for flag, value, least in (
             ("--seeds", self.seeds, 1),
             ("--checkpoint-every", self.checkpoint_every, 0),
             ("--keep", self.keep, 1),
+            ("--devices", 1 if self.devices == "all" else self.devices, 1),
         ):
             if value < least:
                 raise ConfigError(f"{flag} must be >= {least}, got {value}")
@@ -124,8 +131,9 @@ class Setup:
     agent: Any
     runner: Runner
     members: list[dict[str, Any]]  # {"seed": s, "agent.NAME": value, ...} per member
-    mesh: Any = None
+    mesh: Any = None  # members over devices (--seeds, --sweep)
     _hparams: Any = None
+    env_mesh: Any = None  # one run's envs over devices (--devices)
 
     @property
     def run_config(self) -> RunConfig:
@@ -158,6 +166,9 @@ class Setup:
         return self.runner.saved_shape(*self.init_args())
 
     def shardings(self) -> Any:
+        if self.env_mesh is not None:
+            num_envs = self.cfg["env"]["num_envs"]
+            return devices.env_shardings(self.env_mesh, self.saved_shape(), num_envs)
         if self.mesh is None:
             return None
         return sweep.state_shardings(self.mesh, self.saved_shape())
@@ -199,6 +210,8 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     agent = agents.make(cfg["agent"]["name"], env.spec, **agent_options)
     runner = runners.make(agent, env, run_cfg, eval_env)
     members = launch.members(run_cfg.seed)
+    if launch.devices != 1:
+        return _split_envs(cfg, launch, env, eval_env, agent, runner, members)
     if not launch.batched:
         return Setup(cfg, launch, env, eval_env, agent, runner, members)
     if not runner.jittable:
@@ -210,6 +223,22 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
         _check_sweep(cfg, launch, agent)
     runner = sweep.batch_runner(runner)
     return Setup(cfg, launch, env, eval_env, agent, runner, members, sweep.mesh_for(len(members)))
+
+
+def _split_envs(cfg, launch, env, eval_env, agent, runner, members) -> Setup:
+    """The ``Setup`` of a run whose envs are split over ``launch.devices`` devices."""
+    what = f"--devices {launch.devices}"
+    if launch.batched:
+        raise ConfigError(
+            f"{what} splits one run's envs; --seeds and --sweep already spread their "
+            "members over the local devices"
+        )
+    if not runner.jittable or not env.state_is_portable:
+        raise ConfigError(f"{what} needs a JAX-native env; '{cfg['env']['name']}' is not")
+    num_envs = cfg["env"]["num_envs"]
+    mesh = devices.env_mesh(launch.devices, num_envs)
+    runner = devices.data_parallel(runner, mesh, num_envs)
+    return Setup(cfg, launch, env, eval_env, agent, runner, members, env_mesh=mesh)
 
 
 def build(run_dir: str | Path) -> Setup:

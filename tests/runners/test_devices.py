@@ -64,6 +64,20 @@ SCRIPT = textwrap.dedent(
         env_mesh(4, 6)
     except ConfigError as e:
         out["indivisible"] = str(e)
+    from jaxrl.train import main as train
+    tiny = ["--agent", "dqn", "--env", "CartPole", "--num-envs", "8", "--steps", "512",
+            "--agent.hidden_sizes", "[16]", "--agent.batch_size", "16",
+            "--agent.learning_starts", "64", "--run.rollout_len", "4",
+            "--run.log_every", "256", "--run.eval_every", "256", "--run.eval_episodes", "2",
+            "--run.stop_return", "null", "--log", ""]
+    for count in ("1", "4"):
+        logdir = os.path.join(os.environ["OUT_DIR"], count)
+        code = train([*tiny, "--devices", count, "--logdir", logdir])
+        (run,) = os.listdir(logdir)
+        with open(os.path.join(logdir, run, "metrics.jsonl")) as f:
+            rows = [json.loads(line) for line in f]
+        out["cli_" + count] = [code, [(r["step"], r["episode_return"], r["eval_return"])
+                                      for r in rows]]
     print("RESULT " + json.dumps(out))
     """
 )
@@ -74,7 +88,7 @@ def four_devices(tmp_path_factory):
     script = tmp_path_factory.mktemp("devices") / "four.py"
     script.write_text(SCRIPT)
     root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    env = {**os.environ, "PYTHONPATH": str(root), "OUT_DIR": str(script.parent)}
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, env=env, check=False
     )
@@ -92,6 +106,31 @@ def test_four_devices_compute_what_one_device_computes(four_devices, agent):
     assert result["close"]
     assert result["obs_spec"] == ["envs"] and result["obs_devices"] == 4
     assert result["params_replicated"]
+
+
+def test_train_with_devices_logs_what_one_device_logs(four_devices):
+    code_one, rows_one = four_devices["cli_1"]
+    code_four, rows_four = four_devices["cli_4"]
+    assert code_one == code_four == 0
+    assert rows_one == rows_four and len(rows_one) == 2
+
+
+@pytest.mark.parametrize(
+    "flags,message",
+    [
+        (["--devices", "2"], "this process has 1 CPU device"),
+        (["--devices", "two"], "--devices must be a positive integer or 'all'"),
+        (["--devices", "0"], "--devices must be >= 1"),
+        (["--devices", "all", "--seeds", "2"], "--seeds and --sweep already spread"),
+    ],
+)
+def test_bad_devices_flags_write_nothing(tmp_path, capsys, flags, message):
+    from jaxrl.train import main as train
+
+    code = train(["--agent", "dqn", "--env", "CartPole", *flags, "--logdir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and message in err
+    assert not list(tmp_path.iterdir())
 
 
 def test_device_counts_that_do_not_fit_are_one_line(four_devices):
