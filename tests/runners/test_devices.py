@@ -18,15 +18,13 @@ import pytest
 from jaxrl.runners.devices import env_mesh
 from jaxrl.types import ConfigError
 
-SCRIPT = textwrap.dedent(
+# The runner of each case, shared by the one-process and the two-process programs.
+CASES = textwrap.dedent(
     """
-    import json, os
-    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
     import jax, numpy as np
     from jaxrl import agents, envs
     from jaxrl.runners import RunConfig, make_runner
     from jaxrl.runners.devices import data_parallel, env_mesh
-    from jaxrl.types import ConfigError
 
     N = 8
     CASES = {
@@ -34,23 +32,46 @@ SCRIPT = textwrap.dedent(
         "dqn": ({"learning_starts": 64, "batch_size": 16, "buffer_size": 512,
                  "hidden_sizes": [16], "updates_per_rollout": 2}, 4),
     }
-    out = {"devices": len(jax.devices())}
-    for name, (overrides, rollout_len) in CASES.items():
+
+    def make(name):
+        overrides, rollout_len = CASES[name]
         env = envs.make("CartPole", num_envs=N)
         agent = agents.make(name, env.spec, **overrides)
-        runner = make_runner(agent, env, RunConfig(
+        return make_runner(agent, env, RunConfig(
             steps=N * rollout_len * 10, rollout_len=rollout_len,
             log_every=N * rollout_len * 5, eval_every=0))
-        results = []
-        for runner_ in (runner, data_parallel(runner, env_mesh(4, N), N)):
-            state = jax.jit(runner_.init)(jax.random.PRNGKey(0))
-            chunk = jax.jit(runner_.run_chunk)
-            rows = []
-            for _ in range(2):  # 10 iterations: 10 updates of PPO, 20 of DQN
-                state, metrics = chunk(state)
-                rows.append(float(np.sum(metrics["episode_return_sum"])))
-            results.append((state, rows))
-        (one, rows_one), (four, rows_four) = results
+
+    def train(runner):
+        state = jax.jit(runner.init)(jax.random.PRNGKey(0))
+        chunk = jax.jit(runner.run_chunk)
+        rows = []
+        for _ in range(2):  # 10 iterations: 10 updates of PPO, 20 of DQN
+            state, metrics = chunk(state)
+            rows.append(float(np.sum(np.asarray(metrics["episode_return_sum"]))))
+        return state, rows
+
+    def fingerprint(state):
+        \"\"\"Per-leaf float64 sums of the agent state, from this process's first shard.\"\"\"
+        return [float(np.asarray(x.addressable_data(0), np.float64).sum())
+                for x in jax.tree.leaves(state.agent_state)]
+    """
+)
+
+SCRIPT = (
+    """
+import json, os
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+"""
+    + CASES
+    + textwrap.dedent(
+        """
+    from jaxrl.types import ConfigError
+
+    out = {"devices": len(jax.devices())}
+    for name in CASES:
+        runner = make(name)
+        one, rows_one = train(runner)
+        four, rows_four = train(data_parallel(runner, env_mesh(4, N), N))
         leaves = zip(jax.tree.leaves(one.agent_state), jax.tree.leaves(four.agent_state))
         out[name] = {
             "rows": [rows_one, rows_four],
@@ -59,6 +80,7 @@ SCRIPT = textwrap.dedent(
             "obs_spec": list(jax.tree.leaves(four.obs)[0].sharding.spec),
             "obs_devices": len(jax.tree.leaves(four.obs)[0].sharding.device_set),
             "params_replicated": jax.tree.leaves(four.agent_state)[0].sharding.is_fully_replicated,
+            "fingerprint": fingerprint(four),
         }
     try:
         env_mesh(4, 6)
@@ -80,6 +102,30 @@ SCRIPT = textwrap.dedent(
                                       for r in rows]]
     print("RESULT " + json.dumps(out))
     """
+    )
+)
+
+# Two processes of 2 CPU devices each, joined by jax.distributed into one 4-device mesh.
+TWO_PROCESSES = (
+    """
+import json, os, sys
+os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+import jax
+jax.config.update("jax_cpu_collectives_implementation", "gloo")
+jax.distributed.initialize(os.environ["COORDINATOR"], 2, int(sys.argv[1]),
+                           initialization_timeout=120)
+"""
+    + CASES
+    + textwrap.dedent(
+        """
+    from jax.sharding import Mesh
+    mesh = Mesh(np.array(jax.devices()), ("envs",))
+    state, rows = train(data_parallel(make("dqn"), mesh, N))
+    print("RESULT " + json.dumps({"devices": len(jax.devices()),
+                                  "local": len(jax.local_devices()),
+                                  "rows": rows, "fingerprint": fingerprint(state)}))
+    """
+    )
 )
 
 
@@ -139,3 +185,38 @@ def test_device_counts_that_do_not_fit_are_one_line(four_devices):
         env_mesh(2, 8)
     with pytest.raises(ConfigError, match="positive integer or 'all'"):
         env_mesh(0, 8)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_two_processes_of_two_devices_equal_one_process_of_four(four_devices, tmp_path):
+    script = tmp_path / "two.py"
+    script.write_text(TWO_PROCESSES)
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "COORDINATOR": f"127.0.0.1:{free_port()}"}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(i)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for i in range(2)
+    ]
+    outputs = [p.communicate() for p in procs]
+    for p, (_, err) in zip(procs, outputs, strict=True):
+        assert p.returncode == 0, err[-3000:]
+    want = four_devices["dqn"]
+    for stdout, _ in outputs:
+        line = next(li for li in stdout.splitlines() if li.startswith("RESULT "))
+        got = json.loads(line.removeprefix("RESULT "))
+        assert (got["devices"], got["local"]) == (4, 2)
+        assert got["rows"] == want["rows"][1]
+        assert got["fingerprint"] == pytest.approx(want["fingerprint"], rel=1e-6, abs=1e-9)
