@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl.buffers.base import PriorityParams, ReplayBuffer, ReplaySample
+from jaxrl.types import shared_field
 from jaxrl.validation import check_int
 
 Array = jax.Array
@@ -49,8 +50,8 @@ class ReplayState:
     """
 
     data: PyTree
-    position: Array
-    size: Array
+    position: Array = shared_field()
+    size: Array = shared_field()
 
 
 def make_uniform_replay(
