@@ -15,7 +15,7 @@ to ``--results``: the IQM of the final returns with its 95% stratified-bootstrap
 (``jaxrl.stats``, Agarwal et al. 2021), the fraction of members at or above the target at
 the end, the median first-solve step, wall and compile time, and the published anchor
 with its source; and a plot of the IQM evaluation curve with its 95% bootstrap band
-(``jaxrl.plot``) in ``--out-dir``.
+(``jaxrl.plot``) and the per-member numbers (JSON) in ``--out-dir``.
 
 Targets: CartPole 475 (solved, as ``stop_return``), Acrobot -100, Pendulum -200 (issue
 21's goals); MinAtar has none. Atari and MuJoCo presets need a GPU or host envs that
@@ -26,6 +26,7 @@ cannot be vmapped over seeds: listed as not run. A preset name that does not exi
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import sys
@@ -197,6 +198,15 @@ def main(argv: list[str] | None = None) -> int:
                 final=r["finals"],
             )
             plot([line], "eval_return", Path(args.out_dir) / f"{name}.png", center="iqm")
+            record = dict(
+                preset=name,
+                steps=r["steps"].tolist(),
+                eval_curves=r["curves"].tolist(),
+                finals=r["finals"].tolist(),
+                first_solve_steps=r["solves"],
+                aucs=r["aucs"].tolist(),
+            )
+            (Path(args.out_dir) / f"{name}.json").write_text(json.dumps(record))
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
