@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from jaxrl.types import ConfigError
+from jaxrl.types import ConfigError, member_axes, take_member
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,7 +70,7 @@ def evaluate_returns(agent, agent_state, env, key, batched: bool):
 
     evaluate = make_evaluate(agent, env)
     if batched:
-        evaluate = jax.vmap(evaluate, in_axes=(0, None))
+        evaluate = jax.vmap(evaluate, in_axes=(member_axes(agent_state), None))
     return jax.device_get(jax.jit(evaluate)(agent_state, key))
 
 
@@ -146,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"min {r.min():.2f}  max {r.max():.2f}"
             )
         if args.video:
-            first = jax.tree.map(lambda x: x[0], state) if launch.batched else state
+            first = take_member(state, 0) if launch.batched else state
             frames = record(agent, first, cfg, jax.random.PRNGKey(args.seed + 1), args.video)
             print(f"video: {args.video} ({frames} frames)")
     except ConfigError as e:

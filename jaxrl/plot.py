@@ -160,7 +160,9 @@ def final_table(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return table
 
 
-def plot(lines: list[dict[str, Any]], metric: str, out: str | Path) -> None:
+def plot(lines: list[dict[str, Any]], metric: str, out: str | Path, center: str = "mean") -> None:
+    """Each line's ``center`` over runs (``"mean"`` or ``"iqm"``) against env steps, with
+    the 95% percentile-bootstrap band of that statistic over runs, into ``out``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -173,16 +175,17 @@ def plot(lines: list[dict[str, Any]], metric: str, out: str | Path) -> None:
         steps, values = line["step"][keep], values[:, keep]
         if not steps.size:
             continue
-        mean = values.mean(axis=0)
-        (drawn,) = ax.plot(steps, mean, label=f"{line['label']} ({values.shape[0]} runs)")
+        statistic = iqm if center == "iqm" else np.mean
+        middle = statistic(values, axis=0)
+        (drawn,) = ax.plot(steps, middle, label=f"{line['label']} ({values.shape[0]} runs)")
         if values.shape[0] > 1:
-            low, high = bootstrap_ci(values)
+            low, high = bootstrap_ci(values, statistic)
             ax.fill_between(steps, low, high, color=drawn.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel("environment steps")
     ax.set_ylabel(metric.replace("_", " "))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title("mean over runs (seeds), 95% bootstrap CI")
+    ax.set_title(f"{'IQM' if center == 'iqm' else 'mean'} over runs (seeds), 95% bootstrap CI")
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)

@@ -191,6 +191,45 @@ def reset_carry(carry: Carry, initial: Carry, done: Array) -> Carry:
     return jax.tree.map(reset, carry, initial)
 
 
+SHARED = "shared_by_members"
+
+
+def shared_field() -> Any:
+    """A state field whose value every member of a vmapped seed or sweep run shares: an
+    int32 counter that only grows by constants (env steps given to ``update``, rows
+    written to a buffer). ``member_axes`` maps it to ``None``, so ``experiment.sweep``
+    keeps it unbatched and a ``lax.cond`` on it (whether to learn, a target update) stays
+    a real branch under ``vmap`` instead of becoming a select that runs both sides."""
+    return dataclasses.field(metadata={SHARED: True})
+
+
+def member_axes(tree: Any) -> Any:
+    """The ``vmap`` axes of a batched ``tree`` over members: ``None`` for every
+    ``shared_field`` of a dataclass node (at any depth), ``0`` for every other leaf."""
+    if dataclasses.is_dataclass(tree) and not isinstance(tree, type):
+        changes = {
+            f.name: None if f.metadata.get(SHARED) else member_axes(getattr(tree, f.name))
+            for f in dataclasses.fields(tree)
+            if f.metadata.get("pytree_node", True)
+        }
+        return dataclasses.replace(tree, **changes)
+    if not jax.tree.leaves(tree):
+        return tree  # None, (), an optimizer's EmptyState: nothing to map
+    if jax.tree_util.treedef_is_leaf(jax.tree.structure(tree)):
+        return 0
+    nested = lambda x: x is not tree and dataclasses.is_dataclass(x)
+    children, treedef = jax.tree.flatten(tree, is_leaf=nested)
+    return jax.tree.unflatten(treedef, [member_axes(c) for c in children])
+
+
+def take_member(tree: Any, index: int) -> Any:
+    """Member ``index`` of a batched ``tree``: its batched leaves indexed, shared ones kept."""
+    axes = member_axes(tree)
+    return jax.tree.map(
+        lambda axis, x: x if axis is None else x[index], axes, tree, is_leaf=lambda a: a is None
+    )
+
+
 class TimeStep(NamedTuple):
     """Output of ``Env.reset`` and ``Env.step``; every field has a leading ``num_envs`` axis.
 

@@ -69,3 +69,39 @@ def test_reset_carry_matches_numpy():
                 want[i] = initial[name][i]
         np.testing.assert_array_equal(got[name], want)
     assert reset_carry((), (), jnp.asarray(done)) == ()
+
+
+def test_member_axes_keep_shared_fields_unbatched():
+    import flax.struct
+    import optax
+
+    from jaxrl.types import member_axes, shared_field, take_member
+
+    @flax.struct.dataclass
+    class Inner:
+        rows: jax.Array
+        size: jax.Array = shared_field()
+
+    @flax.struct.dataclass
+    class State:
+        params: dict
+        inner: Inner
+        nothing: object
+        step: jax.Array = shared_field()
+
+    state = State(
+        params={"w": jnp.arange(6.0).reshape(3, 2), "opt": optax.EmptyState()},
+        inner=Inner(rows=jnp.arange(3), size=jnp.int32(7)),
+        nothing=None,
+        step=jnp.int32(5),
+    )
+    axes = member_axes(state)
+    assert axes.step is None and axes.inner.size is None and axes.nothing is None
+    assert axes.params["w"] == 0 and axes.inner.rows == 0
+    assert axes.params["opt"] == optax.EmptyState()  # no leaves: nothing to map
+    # The axes are what vmap takes: shared leaves arrive unbatched.
+    out = jax.vmap(lambda s: s.params["w"].sum() + s.step, in_axes=(axes,))(state)
+    np.testing.assert_array_equal(out, [6.0, 10.0, 14.0])
+    second = take_member(state, 1)
+    np.testing.assert_array_equal(second.params["w"], [2.0, 3.0])
+    assert int(second.inner.rows) == 1 and int(second.inner.size) == 7 and int(second.step) == 5

@@ -43,7 +43,7 @@ import optax
 
 from jaxrl.buffers.replay import make_uniform_replay
 from jaxrl.ops import noise as noise_ops
-from jaxrl.types import Agent, Box, ConfigError, EnvSpec, Transition
+from jaxrl.types import Agent, Box, ConfigError, EnvSpec, Transition, shared_field
 from jaxrl.validation import Options, option
 
 NOISE_PARAMS = ("noise_mu", "noise_sigma", "noise_low", "noise_high", "noise_theta", "noise_dt")
@@ -106,14 +106,14 @@ class LearnerState:
     actor_opt_state: Any
     critic_opt_state: Any
     extra: Any
-    updates: jax.Array  # int32 gradient (critic) steps taken
+    updates: jax.Array = shared_field()  # int32 gradient (critic) steps taken
 
 
 @flax.struct.dataclass
 class OffPolicyState:
     learner: LearnerState
     buffer: Any
-    step: jax.Array  # int32 env steps given to update
+    step: jax.Array = shared_field()  # int32 env steps given to update
     hparams: dict[str, jax.Array]
 
 

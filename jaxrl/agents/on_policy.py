@@ -57,6 +57,7 @@ from jaxrl.types import (
     Transition,
     action_mask,
     main_obs,
+    shared_field,
 )
 from jaxrl.validation import Options, option
 
@@ -218,8 +219,8 @@ class ActorCriticState:
     obs_stats: RunningMeanStd  # shape obs_shape with normalize_obs, else ()
     return_stats: RunningMeanStd  # scalar: running std of discounted returns
     discounted_return: Array  # [num_envs] running G for reward scaling
-    step: Array  # int32 env steps given to update
-    updates: Array  # int32 gradient steps taken
+    step: Array = shared_field()  # int32 env steps given to update
+    updates: Array = shared_field()  # int32 gradient steps taken
     hparams: Any  # the learner's ActorCriticHparams subclass
 
 

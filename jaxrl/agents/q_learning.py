@@ -13,8 +13,10 @@ their ranges; DQN's and Rainbow's configs subclass it), the hparams and state, t
 into ``init``, ``act`` and ``update``. ``update`` inserts the rollout ``[T, num_envs]``
 into the replay buffer held in the state and, once ``learning_starts`` env steps have been
 seen, takes ``updates_per_rollout`` gradient steps. The learning branch is a ``lax.cond``
-on the env-step counter, which only grows by constants, so it stays unbatched (a real
-branch) under ``vmap`` over seeds or hyperparameters.
+on the env-step counter and the buffer's row count, which only grow by constants
+(``types.shared_field``), so it stays unbatched (a real branch) under ``vmap`` over seeds
+or hyperparameters. (The compact buffer's ``can_sample`` counts valid items, which depend
+on the data: with it the predicate is batched and the branch a select.)
 
 Legal actions: for a dict observation with ``"action_mask"`` (``types.ACTION_MASK``),
 greedy, epsilon-greedy (uniform among legal actions) and noisy acting pick only legal
@@ -58,6 +60,7 @@ from jaxrl.types import (
     action_mask,
     main_obs,
     masked_argmax,
+    shared_field,
 )
 from jaxrl.validation import Options, option
 
@@ -118,7 +121,7 @@ class QLearningState:
     target_params: Any
     opt_state: Any
     buffer: Any
-    step: jax.Array  # int32 env steps given to update
+    step: jax.Array = shared_field()  # int32 env steps given to update
     updates: jax.Array  # int32 gradient steps taken
     hparams: QHparams
 

@@ -14,7 +14,16 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl.types import Agent, Box, EnvSpec, Obs, Transition, action_mask, main_obs
+from jaxrl.types import (
+    Agent,
+    Box,
+    EnvSpec,
+    Obs,
+    Transition,
+    action_mask,
+    main_obs,
+    shared_field,
+)
 from jaxrl.validation import build_config
 
 
@@ -25,7 +34,7 @@ class RandomConfig:
 
 @flax.struct.dataclass
 class RandomState:
-    step: jax.Array  # int32 env steps seen by update
+    step: jax.Array = shared_field()  # int32 env steps seen by update
 
 
 def make_random(spec: EnvSpec, **overrides: Any) -> Agent:

@@ -116,7 +116,7 @@ from jaxrl.buffers import sum_tree
 from jaxrl.buffers.base import PriorityParams, ReplayBuffer, ReplaySample, require_priority
 from jaxrl.buffers.prioritized import write_priorities
 from jaxrl.buffers.validity import compact_valid
-from jaxrl.types import OBS, Transition, main_obs
+from jaxrl.types import OBS, Transition, main_obs, shared_field
 from jaxrl.validation import check_int
 
 Array = jax.Array
@@ -160,8 +160,8 @@ class CompactReplayState:
     extras: dict[str, Array]
     obs_extras: dict[str, Array]
     tree: sum_tree.SumTree
-    position: Array
-    size: Array
+    position: Array = shared_field()
+    size: Array = shared_field()
     num_items: Array
     max_priority: Array
 

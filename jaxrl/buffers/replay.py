@@ -33,6 +33,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl.buffers.base import PriorityParams, ReplayBuffer, ReplaySample
+from jaxrl.types import shared_field
 from jaxrl.validation import check_int
 
 Array = jax.Array
@@ -50,8 +51,8 @@ class ReplayState:
     """
 
     data: PyTree
-    position: Array
-    size: Array
+    position: Array = shared_field()
+    size: Array = shared_field()
 
 
 def make_uniform_replay(

@@ -1,7 +1,9 @@
 """The chunk driver: runs a ``Setup``'s runner chunk after chunk, writing one metrics row
 per chunk (per member for seed and sweep runs), saving a checkpoint every
 ``launch.checkpoint_every`` env steps and at the end, stopping early when an evaluation
-reaches ``run.stop_return`` (single runs only), and closing with a greedy evaluation.
+reaches ``run.stop_return`` (single runs only; a seed or sweep run records each member's
+first step at it instead), and closing with a greedy evaluation of at least
+``report.FINAL_EPISODES`` episodes per member.
 
 ``drive(setup, run_dir, console, restored)`` serves a new run (``restored`` None) and a
 resumed one (a ``checkpoint.Checkpoint``): the ``Position`` saved in the checkpoint's meta
@@ -39,6 +41,8 @@ class Position:
     first_solved: float | None = None
     run_time: float = 0.0
     time: float = 0.0
+    first_solve_steps: list[int | None] | None = None  # per member
+    stopped_at: tuple[int, float] | None = None  # the (step, return) a single run stopped at
 
     @classmethod
     def resumed(cls, meta: dict[str, Any], steps_per_chunk: int) -> Position:
@@ -51,6 +55,7 @@ class Position:
             first_solved=meta.get("first_solved"),
             run_time=float(meta.get("run_time", 0.0)),
             time=float(meta.get("time", 0.0)),
+            first_solve_steps=meta.get("first_solve_steps"),
         )
 
     def meta(self, now: float) -> dict[str, Any]:
@@ -62,6 +67,7 @@ class Position:
             first_solved=self.first_solved,
             run_time=self.run_time,
             time=now,
+            first_solve_steps=self.first_solve_steps,
         )
 
 
@@ -87,6 +93,8 @@ class _Driver:
         self.start = time.perf_counter()
         meta = restored.meta if restored is not None else {}
         self.position = Position.resumed(meta, self.layout.steps_per_chunk)
+        if self.position.first_solve_steps is None:
+            self.position.first_solve_steps = [None] * len(setup.members)
         self.saved_step = restored.step if restored is not None else None
         self.writer = MetricsWriter(
             run_dir,
@@ -131,8 +139,9 @@ class _Driver:
         if every and pos.steps // every > prev // every:
             self.save(state)
         stop = setup.run_config.stop_return
+        pos.first_solve_steps = report.first_solves(rows, stop, pos.first_solve_steps)
         if not batched and stop is not None and eval_mean >= stop:
-            pos.first_solved = now
+            pos.first_solved, pos.stopped_at = now, (pos.steps, eval_mean)
             return state, True
         return state, False
 
@@ -146,6 +155,26 @@ class _Driver:
             if self.saved_step != self.position.steps:
                 self.save(state)
         return state
+
+
+def rounds(eval_episodes: int) -> int:
+    """Evaluations of ``eval_episodes`` episodes that make at least ``FINAL_EPISODES``."""
+    return math.ceil(report.FINAL_EPISODES / eval_episodes)
+
+
+def final_returns(
+    evaluate: Any, agent_state: Any, key: jax.Array, members: int, episodes: int
+) -> np.ndarray:
+    """``[members, rounds * episodes]`` float64: ``rounds(episodes)`` greedy evaluations of
+    ``episodes`` episodes of the final policy, the first with ``key`` (as a run's final
+    evaluation always was), round ``r`` with ``fold_in(key, r)`` (per member for a batched
+    ``key [M, 2]``)."""
+    fold = jax.random.fold_in if key.ndim == 1 else jax.vmap(jax.random.fold_in, (0, None))
+    out = []
+    for r in range(rounds(episodes)):
+        returns = evaluate(agent_state, key if r == 0 else fold(key, r))
+        out.append(np.asarray(jax.device_get(returns), np.float64).reshape(members, -1))
+    return np.concatenate(out, axis=1)
 
 
 def announce(setup: Setup, run_dir: Path, console: Console, restored: Any) -> None:
@@ -175,8 +204,8 @@ def drive(setup: Setup, run_dir: Path, console: Console, restored: Any = None) -
     compile_start = time.perf_counter()
     evaluate = compile_evaluate(runner, state.agent_state, eval_key)
     compile_time += time.perf_counter() - compile_start
-    finals = np.asarray(jax.device_get(evaluate(state.agent_state, eval_key)), np.float64)
-    finals = finals.reshape(len(setup.members), -1).mean(axis=1)
+    members, episodes = len(setup.members), run_cfg.eval_episodes
+    finals = final_returns(evaluate, state.agent_state, eval_key, members, episodes).mean(axis=1)
     pos = driver.position
     summary = report.Summary(
         run_dir=run_dir,
@@ -189,9 +218,16 @@ def drive(setup: Setup, run_dir: Path, console: Console, restored: Any = None) -
         first_solved_time=pos.first_solved,
         solved=pos.first_solved is not None,
         final_eval_returns=[float(f) for f in finals],
+        final_eval_episodes=rounds(run_cfg.eval_episodes) * run_cfg.eval_episodes,
+        target=run_cfg.stop_return,
+        first_solve_steps=pos.first_solve_steps,
+        stopped_at_step=pos.stopped_at[0] if pos.stopped_at else None,
+        stopped_at_return=pos.stopped_at[1] if pos.stopped_at else None,
     )
-    report.write_summary(summary, run_dir)
     batched = setup.launch.batched
+    if batched:
+        summary = report.across_members(summary)
+    report.write_summary(summary, run_dir)
     report.print_summary(
         summary, setup.members, batched, run_cfg.eval_episodes, run_cfg.stop_return, console
     )

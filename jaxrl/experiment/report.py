@@ -1,5 +1,14 @@
 """What a run reports: metrics rows per member, the progress bar, and the ``Summary``
-written to ``summary.yaml`` and printed as a table at the end."""
+written to ``summary.yaml`` and printed as a table at the end.
+
+The summary tells what happened to the run as a whole: the final greedy evaluation (at
+least ``FINAL_EPISODES`` episodes per member, of the policy the last checkpoint holds),
+each member's first env step at which an evaluation reached ``run.stop_return`` (the
+target), and for a seed or sweep run the interquartile mean of the members' final
+returns with its 95% stratified-bootstrap confidence interval and the fraction of members
+whose final return is at or above the target (Agarwal et al. 2021; ``jaxrl.stats``). A
+single run that stopped at the target says at which evaluation it stopped.
+"""
 
 from __future__ import annotations
 
@@ -21,7 +30,10 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from jaxrl import stats
 from jaxrl.experiment.logging import aggregate
+
+FINAL_EPISODES = 20  # at least this many final evaluation episodes per member
 
 
 @dataclasses.dataclass
@@ -36,6 +48,43 @@ class Summary:
     first_solved_time: float | None  # wall seconds (compile included) to reach stop_return
     solved: bool
     final_eval_returns: list[float] = dataclasses.field(default_factory=list)  # per member
+    final_eval_episodes: int = 0  # episodes per member in the final evaluation
+    target: float | None = None  # run.stop_return
+    first_solve_steps: list[int | None] = dataclasses.field(default_factory=list)  # per member
+    stopped_at_step: int | None = None  # a single run stopped at this evaluation's step ...
+    stopped_at_return: float | None = None  # ... whose return reached the target
+    final_iqm: float | None = None  # seed and sweep runs: IQM of the members' final returns
+    final_iqm_ci: list[float] | None = None  # its 95% stratified-bootstrap CI [lower, upper]
+    fraction_at_target: float | None = None  # members whose final return >= target
+
+
+def across_members(summary: Summary) -> Summary:
+    """``summary`` with the IQM, its 95% CI and the fraction at the target filled in from
+    ``final_eval_returns`` (one task, the members as runs)."""
+    finals = np.asarray(summary.final_eval_returns, np.float64)
+    estimate = stats.interval_estimate(finals)
+    at_target = None
+    if summary.target is not None:
+        at_target = float(np.mean(finals >= summary.target))
+    return dataclasses.replace(
+        summary,
+        final_iqm=float(estimate.point),
+        final_iqm_ci=[float(estimate.lower), float(estimate.upper)],
+        fraction_at_target=at_target,
+    )
+
+
+def first_solves(
+    rows: Sequence[dict[str, Any]], target: float | None, found: list[int | None]
+) -> list[int | None]:
+    """Each member's first step whose evaluation reached ``target``: ``found`` (one entry
+    per row, None where not yet) updated with this chunk's ``rows``."""
+    if target is None:
+        return found
+    return [
+        row["step"] if old is None and row["eval_return"] >= target else old
+        for row, old in zip(rows, found, strict=True)
+    ]
 
 
 def fmt(value: float | None) -> str:
@@ -128,14 +177,46 @@ def print_summary(
     table.add_row("env steps", f"{summary.steps:,}" + (" per member" if batched else ""))
     table.add_row("compile time", f"{summary.compile_time:.1f} s")
     table.add_row("run time", f"{summary.run_time:.1f} s ({summary.sps:,.0f} steps/s)")
-    table.add_row("best evaluation", fmt(summary.best_eval_return))
-    table.add_row(f"final evaluation ({eval_episodes} episodes)", fmt(summary.final_eval_return))
+    table.add_row(f"best evaluation ({eval_episodes} episodes)", fmt(summary.best_eval_return))
+    episodes = summary.final_eval_episodes or eval_episodes
+    per = " per member" if batched else ""
+    table.add_row(f"final evaluation ({episodes} episodes{per})", fmt(summary.final_eval_return))
+    target = stop_return
     if batched:
-        for member, final in zip(members, summary.final_eval_returns, strict=True):
-            name = ", ".join(f"{k} {v:g}" for k, v in member.items())
-            table.add_row(f"  {name}", fmt(final))
-    if stop_return is not None and not batched:
-        solved = f"yes, after {summary.first_solved_time:.1f} s" if summary.solved else "no"
-        table.add_row(f"reached {stop_return:g}", solved)
+        for row in member_lines(summary, members, target):
+            table.add_row(*row)
+    if batched and summary.final_iqm is not None:
+        low, high = summary.final_iqm_ci or (math.nan, math.nan)
+        table.add_row("final IQM [95% CI]", f"{fmt(summary.final_iqm)} [{fmt(low)}, {fmt(high)}]")
+    if batched and summary.fraction_at_target is not None:
+        count = round(summary.fraction_at_target * len(members))
+        table.add_row(f"final return >= {target:g}", f"{count} of {len(members)} members")
+    if target is not None and not batched:
+        if summary.stopped_at_step is not None:
+            solved = (
+                f"yes: stopped at the evaluation of step {summary.stopped_at_step:,} "
+                f"({fmt(summary.stopped_at_return)}, {eval_episodes} episodes), "
+                f"{summary.first_solved_time:.1f} s in; the final evaluation above is "
+                "of the policy saved there"
+            )
+        else:
+            solved = "no"
+        table.add_row(f"reached {target:g}", solved)
     table.add_row("run directory", str(summary.run_dir))
     console.print(table)
+
+
+def member_lines(
+    summary: Summary, members: Sequence[dict[str, Any]], target: float | None
+) -> list[tuple[str, str]]:
+    """One summary line per member: its final return and its first step at the target."""
+    lines = []
+    solves = summary.first_solve_steps or [None] * len(members)
+    for member, final, step in zip(members, summary.final_eval_returns, solves, strict=True):
+        name = ", ".join(f"{k} {v:g}" for k, v in member.items())
+        value = fmt(final)
+        if target is not None:
+            value += f"  (first >= {target:g}: " + ("never" if step is None else f"step {step:,}")
+            value += ")"
+        lines.append((f"  {name}", value))
+    return lines

@@ -209,11 +209,11 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
     agent = agents.make(cfg["agent"]["name"], env.spec, **agent_options)
     runner = runners.make(agent, env, run_cfg, eval_env)
-    members = launch.members(run_cfg.seed)
     if launch.devices != 1:
+        members = launch.members(run_cfg.seed)
         return _split_envs(cfg, launch, env, eval_env, agent, runner, members)
     if not launch.batched:
-        return Setup(cfg, launch, env, eval_env, agent, runner, members)
+        return Setup(cfg, launch, env, eval_env, agent, runner, launch.members(run_cfg.seed))
     if not runner.jittable:
         raise ConfigError(
             f"--seeds and --sweep need a JAX-native env; '{cfg['env']['name']}' is stepped "
@@ -222,6 +222,8 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     if launch.sweep:
         _check_sweep(cfg, launch, agent)
     runner = sweep.batch_runner(runner)
+    sweep.check_memory(runner, launch.seeds * len(sweep.grid(launch.sweep)), launch.seeds)
+    members = launch.members(run_cfg.seed)
     return Setup(cfg, launch, env, eval_env, agent, runner, members, sweep.mesh_for(len(members)))
 
 

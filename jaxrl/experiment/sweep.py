@@ -11,10 +11,15 @@ Only continuous hyperparameters can be swept in one program: they live in
 (layer sizes, batch size, n-step, buffer size) changes shapes or the program itself and
 must be run as separate jobs; asking for it is a one-line ``ConfigError``.
 
-``batch_runner`` vmaps a ``Runner`` over the member axis. The chunk counter stays
-unbatched, so the runner's evaluation ``lax.cond`` stays a real branch. When there are
-several local devices, ``shard`` places the member axis across them
-(``NamedSharding`` over a 1-D mesh) and XLA partitions the program.
+``batch_runner`` vmaps a ``Runner`` over the member axis. What every member shares stays
+unbatched (``types.member_axes``: the chunk counter, and each ``types.shared_field`` of
+the agent state, such as its env-step counter and its replay buffer's row counters), so
+the schedule decisions made on them are real branches in the batched program: the
+runner's evaluation ``lax.cond`` and an agent's learning ``lax.cond`` (``learning_starts``)
+run one side, where a batched predicate would make ``vmap`` run both sides every
+iteration. When there are several local devices, ``shard`` places the member axis across
+them (``NamedSharding`` over a 1-D mesh, shared leaves replicated) and XLA partitions the
+program.
 """
 
 from __future__ import annotations
@@ -29,10 +34,9 @@ import jax.numpy as jnp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxrl.runners import Runner, RunnerState
-from jaxrl.types import ConfigError
+from jaxrl.types import ConfigError, member_axes
 
 AXIS = "members"
-STATE_AXES = RunnerState(agent_state=0, env_state=0, obs=0, carry=0, key=0, chunk=None)
 
 
 def parse_sweep(specs: Sequence[str]) -> dict[str, list[float]]:
@@ -98,12 +102,15 @@ def batch_runner(runner: Runner) -> Runner:
     """``runner`` vmapped over a leading member axis.
 
     ``init(keys [M, 2], hparams [M] or None)``, ``run_chunk(state)`` with every state leaf
-    but ``chunk`` batched, metrics ``{name: [M, iterations]}``, and
+    batched but the shared ones (``types.member_axes``: ``chunk`` and the agent state's
+    ``shared_field`` counters, scalars), metrics ``{name: [M, iterations]}``, and
     ``evaluate(agent_states, keys [M, 2]) -> [M, episodes]``.
     """
-    init = jax.vmap(runner.init, in_axes=(0, 0), out_axes=STATE_AXES)
-    init_default = jax.vmap(lambda key: runner.init(key), out_axes=STATE_AXES)
-    run_chunk = jax.vmap(runner.run_chunk, in_axes=(STATE_AXES,), out_axes=(STATE_AXES, 0))
+    axes = member_axes(jax.eval_shape(runner.init, jax.random.PRNGKey(0)))
+    init = jax.vmap(runner.init, in_axes=(0, 0), out_axes=axes)
+    init_default = jax.vmap(lambda key: runner.init(key), out_axes=axes)
+    run_chunk = jax.vmap(runner.run_chunk, in_axes=(axes,), out_axes=(axes, 0))
+    evaluate = jax.vmap(runner.evaluate, in_axes=(axes.agent_state, 0))
 
     def batched_init(keys: jax.Array, hparams: Any = None) -> RunnerState:
         return init_default(keys) if hparams is None else init(keys, hparams)
@@ -111,10 +118,44 @@ def batch_runner(runner: Runner) -> Runner:
     return runner._replace(
         init=batched_init,
         run_chunk=run_chunk,
-        evaluate=jax.vmap(runner.evaluate),
+        evaluate=evaluate,
         # ``save`` and ``restore`` pick fields, whatever the member axis; the shapes of a
         # saved state are those of the batched init's.
         saved_shape=lambda *args: jax.eval_shape(lambda *a: runner.save(batched_init(*a)), *args),
+    )
+
+
+def available_memory() -> int | None:
+    """Bytes the run's devices can hold: the accelerators' limits, or on CPU the host's
+    available memory (``MemAvailable`` of ``/proc/meminfo``); None where unknown."""
+    devices = jax.local_devices()
+    limits = [(d.memory_stats() or {}).get("bytes_limit") for d in devices]
+    if devices[0].platform != "cpu" and all(limits):
+        return int(sum(limits))
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def check_memory(runner: Runner, members: int, seeds: int) -> None:
+    """ConfigError unless the batched ``runner``'s state for ``members`` members, twice
+    over (the state and one copy: XLA's temporaries, a checkpoint), fits the available
+    memory; the message names the most seeds that fit."""
+    key = jax.ShapeDtypeStruct((members, 2), jnp.uint32)
+    state = jax.eval_shape(runner.init, key)
+    need = 2 * sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state))
+    have = available_memory()
+    if have is None or need <= have:
+        return
+    fit = max(0, int(seeds * have / need))
+    raise ConfigError(
+        f"--seeds {seeds}: {members} members' training state needs about {need / 2**30:.1f} "
+        f"GiB but {have / 2**30:.1f} GiB is available; at most {fit} seeds fit (or shrink "
+        "agent.buffer_size)"
     )
 
 
@@ -126,14 +167,18 @@ def mesh_for(members: int) -> Mesh | None:
 
 
 def state_shardings(mesh: Mesh, state: Any) -> Any:
-    """Shardings of a batched runner state: the member axis split over ``mesh``, the
-    unbatched chunk counter replicated."""
+    """Shardings of a batched runner state (or of what a checkpoint saves of it): the
+    member axis split over ``mesh``, the shared leaves (``types.member_axes``) replicated."""
     split, replicated = (
         NamedSharding(mesh, PartitionSpec(AXIS)),
         NamedSharding(mesh, PartitionSpec()),
     )
-    shardings = jax.tree.map(lambda _: split, state)
-    return shardings.replace(chunk=replicated)
+    return jax.tree.map(
+        lambda axis, x: None if x is None else replicated if axis is None else split,
+        member_axes(state),
+        state,
+        is_leaf=lambda axis: axis is None,
+    )
 
 
 def shard(tree: Any, mesh: Mesh | None) -> Any:

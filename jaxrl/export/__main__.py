@@ -62,13 +62,12 @@ def _write_whole(path: Path, data: bytes) -> None:
 
 def export(args: argparse.Namespace) -> tuple[Path, int, int]:
     """Writes the file; returns ``(path, step, bytes)``."""
-    import jax
-
     from jaxrl import envs, export
     from jaxrl.checkpoint import restore
     from jaxrl.experiment.checkpoint import pick_step
     from jaxrl.experiment.config import env_kwargs
     from jaxrl.experiment.setup import read_launch
+    from jaxrl.types import take_member
 
     run_dir = Path(args.run_dir)
     step = pick_step(run_dir, args.step)
@@ -80,7 +79,7 @@ def export(args: argparse.Namespace) -> tuple[Path, int, int]:
         members = len(launch.members(cfg["run"]["seed"]))
         if not 0 <= args.member < members:
             raise ConfigError(f"--member must be in [0, {members - 1}], got {args.member}")
-        state = jax.tree.map(lambda x: x[args.member], state)
+        state = take_member(state, args.member)
     elif args.member != 0:
         raise ConfigError(f"--member {args.member}: the run has one member (0)")
     spec = envs.make(cfg["env"]["name"], num_envs=1, **env_kwargs(cfg)).spec

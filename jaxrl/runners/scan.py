@@ -9,7 +9,9 @@ jitted, and vmapped over seeds (and hyperparameters); the host driver in
 ``jaxrl.experiment`` instead calls ``Runner.run_chunk`` repeatedly to log between chunks.
 
 Schedule decisions (whether to evaluate) come from the chunk counter, which only grows by
-constants and so stays unbatched under ``vmap``: the evaluation ``lax.cond`` is a real branch.
+constants: a ``types.shared_field``, kept unbatched by ``experiment.sweep.batch_runner``, so
+the evaluation ``lax.cond`` is a real branch under ``vmap`` (as are the agents' learning
+branches on their own shared env-step counters).
 
 The agent's per-env carry (``Agent.init_carry``: recurrent state, OU noise) lives in the
 ``RunnerState`` beside the observations; after every env step it is reset to its initial
@@ -30,7 +32,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl.types import Agent, Env, TimeStep, Transition, reset_carry
+from jaxrl.types import Agent, Env, TimeStep, Transition, reset_carry, shared_field
 from jaxrl.validation import Options, option
 
 
@@ -115,7 +117,7 @@ class RunnerState:
     obs: Any  # the observation pytree [num_envs, ...]
     carry: Any  # the agent's per-env carry
     key: jax.Array
-    chunk: jax.Array  # int32 chunks completed; unbatched under vmap
+    chunk: jax.Array = shared_field()  # int32 chunks completed; unbatched under vmap
 
 
 @flax.struct.dataclass
@@ -127,7 +129,7 @@ class LearnerCheckpoint:
 
     agent_state: Any
     key: jax.Array
-    chunk: jax.Array
+    chunk: jax.Array = shared_field()
 
 
 def save_learner(state: Any) -> LearnerCheckpoint:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -121,6 +122,21 @@ def test_seeds_and_lr_sweep_equal_separate_runs(tmp_path, sweep_run):
         assert_curves_close(curve, got)
 
 
+def test_seed_run_summary_has_iqm_of_the_members_final_returns(sweep_run):
+    import yaml
+
+    from jaxrl.stats import iqm
+
+    data = yaml.safe_load((sweep_run / "summary.yaml").read_text())
+    finals = data["final_eval_returns"]
+    assert len(finals) == 4 and data["final_eval_episodes"] == 20  # 10 evaluations of 2
+    assert data["final_iqm"] == pytest.approx(iqm(finals))
+    low, high = data["final_iqm_ci"]
+    assert min(finals) <= low <= data["final_iqm"] <= high <= max(finals)
+    assert data["target"] is None and data["fraction_at_target"] is None
+    assert data["first_solve_steps"] == [None] * 4
+
+
 def test_sharded_over_four_devices_equals_one_device(tmp_path, sweep_run):
     script = textwrap.dedent(
         f"""
@@ -154,3 +170,51 @@ def test_sharded_over_four_devices_equals_one_device(tmp_path, sweep_run):
     assert sorted(sharded) == sorted(single_device)
     for member, curve in sharded.items():
         assert_curves_close(curve, single_device[member])
+
+
+def count_primitive(jaxpr, name: str) -> int:
+    """Occurrences of primitive ``name`` in ``jaxpr`` and every jaxpr nested in it."""
+    found = 0
+    for eqn in jaxpr.eqns:
+        found += eqn.primitive.name == name
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, tuple | list) else (value,):
+                if hasattr(sub, "eqns"):
+                    found += count_primitive(sub, name)
+                elif hasattr(getattr(sub, "jaxpr", None), "eqns"):
+                    found += count_primitive(sub.jaxpr, name)
+    return found
+
+
+@pytest.mark.parametrize(
+    "agent, env, options",
+    [
+        ("dqn", "CartPole-v1", dict(hidden_sizes=(8,), batch_size=8, buffer_size=64)),
+        ("rainbow", "CartPole-v1", dict(hidden_sizes=(8,), batch_size=8, buffer_size=64)),
+        ("td3", "Pendulum-v1", dict(hidden_sizes=(8,), batch_size=8, buffer_size=64)),
+    ],
+)
+def test_batched_program_keeps_schedule_branches(agent, env, options):
+    """Every ``lax.cond`` of one member's ``run_chunk`` (evaluation, learning_starts, TD3's
+    policy delay) is still a ``cond`` in the program vmapped over 3 members: none has
+    become a ``select_n`` that pays both sides each iteration. The counters the branches
+    read stay unbatched scalars."""
+    from jaxrl import agents, envs
+    from jaxrl.experiment.sweep import batch_runner
+    from jaxrl.runners import RunConfig, make_runner
+
+    vec = envs.make(env, num_envs=2)
+    runner = make_runner(
+        agents.make(agent, vec.spec, learning_starts=16, **options),
+        vec,
+        RunConfig(steps=64, log_every=8, eval_every=16, eval_episodes=2),
+    )
+    single = jax.make_jaxpr(runner.run_chunk)(jax.eval_shape(runner.init, jax.random.PRNGKey(0)))
+    batched_runner = batch_runner(runner)
+    keys = jax.random.split(jax.random.PRNGKey(0), 3)
+    state = jax.eval_shape(batched_runner.init, keys)
+    assert state.agent_state.step.shape == () and state.chunk.shape == ()
+    batched = jax.make_jaxpr(batched_runner.run_chunk)(state)
+    conds = count_primitive(single.jaxpr, "cond")
+    assert conds >= 2  # evaluation and learning
+    assert count_primitive(batched.jaxpr, "cond") == conds

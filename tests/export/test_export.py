@@ -151,3 +151,19 @@ def test_user_mistakes_are_one_line_and_write_nothing(run_dir, tmp_path, capsys,
 def test_missing_run_is_one_line(tmp_path, capsys):
     assert export_main([str(tmp_path / "nope"), "--format", "onnx"]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_cli_exports_the_asked_member_of_a_seeds_run(tmp_path):
+    from jaxrl.checkpoint import restore
+    from jaxrl.types import take_member
+
+    assert train([*TINY, "--seeds", "2", "--logdir", str(tmp_path / "runs")]) == 0
+    (run,) = (tmp_path / "runs").iterdir()
+    out = tmp_path / "member1.onnx"
+    assert export_main([str(run), "--format", "onnx", "--member", "1", "--out", str(out)]) == 0
+    agent, state, _ = restore(run)
+    obs = np.random.default_rng(1).normal(size=(1, 4)).astype(np.float32) * 2
+    (got,) = ort.InferenceSession(str(out)).run(None, {"obs": obs})
+    want, _ = reference_actions(agent, take_member(state, 1), obs, ())
+    np.testing.assert_array_equal(got, want)
+    assert export_main([str(run), "--format", "onnx", "--member", "2", "--out", str(out)]) == 2

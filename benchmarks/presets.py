@@ -1,0 +1,232 @@
+"""Every preset judged over K vmapped seeds: the interquartile mean of its final return.
+
+    python benchmarks/presets.py [--presets cartpole-dqn ...] [--seeds 32] [--steps N]
+        [--group G] [--out-dir benchmarks/presets] [--results benchmarks/RESULTS.md]
+
+Each preset (``configs/presets``) runs as one program of K members (``--seeds``; the
+``--seeds K`` program of ``python -m jaxrl.train``, in groups of ``--group`` members where
+memory needs it) for the preset's budget (``--steps`` cuts it, said in the table), with
+the preset's evaluations (greedy, ``run.eval_episodes`` episodes every ``run.eval_every``
+env steps) and no early stop. Per member: the final greedy return (at least 20 episodes
+of the final policy, ``experiment.driver.final_returns``), the first env step at which an
+evaluation reached the target, and the area under the evaluation curve (the trapezoid
+mean of the evaluations over the steps, in return units). Per preset, printed and added
+to ``--results``: the IQM of the final returns with its 95% stratified-bootstrap CI
+(``jaxrl.stats``, Agarwal et al. 2021), the fraction of members at or above the target at
+the end, the median first-solve step, wall and compile time, and the published anchor
+with its source; and a plot of the IQM evaluation curve with its 95% bootstrap band
+(``jaxrl.plot``) and the per-member numbers (JSON) in ``--out-dir``.
+
+Targets: CartPole 475 (solved, as ``stop_return``), Acrobot -100, Pendulum -200 (issue
+21's goals); MinAtar has none. Atari and MuJoCo presets need a GPU or host envs that
+cannot be vmapped over seeds: listed as not run. A preset name that does not exist, or
+``--seeds`` below 1, is one line on stderr and exit code 2, nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxrl import stats
+from jaxrl.experiment.config import presets, resolve
+from jaxrl.experiment.driver import compile_chunk, compile_evaluate, final_returns
+from jaxrl.experiment.setup import Launch, build_setup
+from jaxrl.plot import plot
+from jaxrl.types import ConfigError
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+TARGETS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0, "Pendulum-v1": -200.0}
+NOT_VMAPPABLE = ("atari-", "mujoco-")  # host or foreign-call envs: one seed per process
+
+# Published final returns: (value, source). One run each unless the source says otherwise.
+ANCHORS = {
+    "cartpole-dqn": "500.0 +- 0.0: RL Zoo (DLR-RM/rl-baselines3-zoo benchmark.md), dqn, 50k steps",
+    "cartpole-ppo": "500.0 +- 0.0: RL Zoo benchmark.md, ppo, 100k steps; PureJaxRL ppo.py "
+    "reaches 500",
+    "cartpole-a2c": "500.0 +- 0.0: RL Zoo benchmark.md, a2c, 500k steps",
+    "cartpole-rainbow": "no published Rainbow CartPole-v1 figure; RL Zoo qrdqn 500.0 +- 0.0 "
+    "(50k steps)",
+    "pendulum-sac": "-157.0 +- 88.7: RL Zoo benchmark.md, sac, Pendulum-v0, 20k steps",
+    "pendulum-td3": "-151.9 +- 90.2: RL Zoo benchmark.md, td3, Pendulum-v0, 20k steps",
+    "pendulum-ddpg": "-152.1 +- 94.3: RL Zoo benchmark.md, ddpg, Pendulum-v0, 20k steps",
+    "pendulum-ppo": "-169.9 +- 104.9: RL Zoo benchmark.md, ppo, Pendulum-v0, 2M steps",
+    "minatar-dqn": "MinAtar paper (Young & Tian 2019) and PureJaxRL's MinAtar DQN "
+    "(not looked up for this table)",
+}
+
+
+def run_preset(name: str, seeds: int, steps: int | None, group: int) -> dict[str, Any]:
+    """Trains preset ``name`` as ``seeds`` members in groups of ``group``; per-member
+    results and the times."""
+    cfg = resolve(
+        config_file=str(presets()[name]), steps=steps, overrides={"run.stop_return": None}
+    )
+    target = TARGETS.get(cfg["env"]["name"])
+    finals, solves, aucs, curves = [], [], [], []
+    compile_time = run_time = 0.0
+    start = time.perf_counter()
+    for first in range(0, seeds, group):
+        size = min(group, seeds - first)
+        cfg["run"]["seed"] = first
+        setup = build_setup(cfg, Launch(seeds=size))
+        t0 = time.perf_counter()
+        state = setup.init_state()
+        run_chunk = compile_chunk(setup.runner, state)
+        compile_time += time.perf_counter() - t0
+        steps_seen, evals = [], []
+        t0 = time.perf_counter()
+        for _ in range(setup.runner.num_chunks):
+            state, metrics = run_chunk(state)
+            metrics = jax.device_get(metrics)
+            last = np.asarray(metrics["eval_return"]).reshape(size, -1)[:, -1]
+            if np.isfinite(last).all():
+                steps_seen.append(int(np.asarray(metrics["step"]).reshape(size, -1)[0, -1]))
+                evals.append(last)
+        jax.block_until_ready(state)
+        run_time += time.perf_counter() - t0
+        _, eval_key = setup.keys()
+        t0 = time.perf_counter()
+        evaluate = compile_evaluate(setup.runner, state.agent_state, eval_key)
+        compile_time += time.perf_counter() - t0
+        episodes = setup.run_config.eval_episodes
+        group_finals = final_returns(evaluate, state.agent_state, eval_key, size, episodes)
+        curve = np.stack(evals, axis=1) if evals else np.zeros((size, 0))
+        for m in range(size):
+            finals.append(float(group_finals[m].mean()))
+            reached = [
+                s for s, v in zip(steps_seen, curve[m], strict=True) if target and v >= target
+            ]
+            solves.append(reached[0] if reached else None)
+            aucs.append(area_under(steps_seen, curve[m]))
+            curves.append(curve[m])
+    return dict(
+        name=name,
+        cfg=cfg,
+        target=target,
+        finals=np.asarray(finals),
+        solves=solves,
+        aucs=np.asarray(aucs),
+        steps=np.asarray(steps_seen),
+        curves=np.stack(curves),
+        episodes=int(group_finals.shape[1]),
+        compile=compile_time,
+        run=run_time,
+        wall=time.perf_counter() - start,
+    )
+
+
+def area_under(steps: list[int], values: np.ndarray) -> float:
+    """The trapezoid mean of ``values`` over ``steps`` (NaN with fewer than 2 points)."""
+    if len(steps) < 2:
+        return float(values[0]) if len(steps) else math.nan
+    x, y = np.asarray(steps, np.float64), np.asarray(values, np.float64)
+    return float(np.sum((y[1:] + y[:-1]) / 2 * np.diff(x)) / (x[-1] - x[0]))
+
+
+def table_row(r: dict[str, Any]) -> str:
+    ci = stats.interval_estimate(r["finals"])
+    target = r["target"]
+    at = "-" if target is None else f"{int(np.sum(r['finals'] >= target))}/{len(r['finals'])}"
+    solved = [s for s in r["solves"] if s is not None]
+    median = f"{np.median(solved):,.0f} ({len(solved)} solved)" if solved else "never"
+    if target is None:
+        median = "-"
+    cfg = r["cfg"]
+    return (
+        f"| {r['name']} | {len(r['finals'])} | {cfg['run']['steps']:,} | "
+        f"{float(ci.point):.1f} [{float(ci.lower):.1f}, {float(ci.upper):.1f}] | "
+        f"{'-' if target is None else f'{target:g}'} | {at} | {median} | "
+        f"{stats.iqm(r['aucs']):.1f} | {r['compile']:.0f} | {r['wall']:.0f} | "
+        f"{ANCHORS.get(r['name'], '-')} |"
+    )
+
+
+HEADER = (
+    "| preset | seeds | env steps | final IQM [95% CI] | target | at target (end) | "
+    "median first-solve step | IQM of AUC | compile s | wall s | published anchor |\n"
+    "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--presets", nargs="+", metavar="NAME")
+    parser.add_argument("--seeds", type=int, default=32)
+    parser.add_argument("--steps", type=int, help="cut every preset's budget to this")
+    parser.add_argument("--group", type=int, help="members per program (default: all)")
+    parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "presets"))
+    parser.add_argument("--results", default=str(RESULTS), help="Markdown file appended to")
+    parser.add_argument("--label", default="", help="a note for the RESULTS section title")
+    args = parser.parse_args(argv)
+    try:
+        available = presets()
+        names = args.presets or [n for n in available if not n.startswith(NOT_VMAPPABLE)]
+        unknown = [n for n in names if n not in available]
+        if unknown:
+            raise ConfigError(f"unknown preset '{unknown[0]}'; available: {', '.join(available)}")
+        if args.seeds < 1:
+            raise ConfigError(f"--seeds must be >= 1, got {args.seeds}")
+        skipped = [n for n in names if n.startswith(NOT_VMAPPABLE)]
+        if skipped:
+            raise ConfigError(
+                f"preset '{skipped[0]}' cannot run as one vmapped program on this machine "
+                "(host or foreign-call envs); run its seeds as separate jobs"
+            )
+        group = args.group or args.seeds
+        results = []
+        print(HEADER, flush=True)
+        for name in names:
+            r = run_preset(name, args.seeds, args.steps, group)
+            results.append(r)
+            print(table_row(r), flush=True)
+            Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+            line = dict(
+                label=name,
+                seeds=list(range(len(r["finals"]))),
+                step=r["steps"],
+                values=r["curves"],
+                final=r["finals"],
+            )
+            plot([line], "eval_return", Path(args.out_dir) / f"{name}.png", center="iqm")
+            record = dict(
+                preset=name,
+                steps=r["steps"].tolist(),
+                eval_curves=r["curves"].tolist(),
+                finals=r["finals"].tolist(),
+                first_solve_steps=r["solves"],
+                aucs=r["aucs"].tolist(),
+            )
+            (Path(args.out_dir) / f"{name}.json").write_text(json.dumps(record))
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    load = os.getloadavg()
+    section = (
+        f"\n### presets.py {args.label}\n\n`python benchmarks/presets.py "
+        f"{' '.join(sys.argv[1:] if argv is None else argv)}` on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, jax {jax.__version__}, "
+        f"{jax.default_backend()}, load average at the end {load[0]:.1f}/{load[1]:.1f}/"
+        f"{load[2]:.1f}; final returns over "
+        f"{results[0]['episodes']} greedy episodes per member; plots in "
+        f"`{os.path.relpath(args.out_dir, RESULTS.parent)}/`.\n\n{HEADER}\n"
+        + "\n".join(table_row(r) for r in results)
+        + "\n"
+    )
+    print(section)
+    with open(args.results, "a") as f:
+        f.write(section)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

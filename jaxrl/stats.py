@@ -1,0 +1,135 @@
+"""Aggregate statistics over many runs (Agarwal et al. 2021, "Deep Reinforcement Learning
+at the Edge of the Statistical Precipice", NeurIPS; the ``rliable`` library).
+
+Host-side NumPy, pure functions of a score array ``[runs]`` (one task) or ``[runs,
+tasks]`` (float64 on the way in):
+
+* ``iqm``: the interquartile mean, the mean of the middle 50% of all scores (runs and
+  tasks pooled): sorted, the lowest and highest ``floor(n / 4)`` of the ``n`` scores
+  dropped (``scipy.stats.trim_mean(scores, 0.25, axis=None)``, as rliable's
+  ``aggregate_iqm``). Robust to outlier runs, less noisy than the median.
+* ``stratified_bootstrap``: statistics of ``reps`` resamples in which each task's runs
+  are drawn with replacement from that task's own runs (strata = tasks), as rliable's
+  ``StratifiedBootstrap``; ``interval_estimate``: the point estimate and its percentile
+  confidence interval from those resamples (rliable's default method, ``percentile``,
+  95%, 50,000 replications for aggregate metrics and 2,000 for profiles).
+* ``performance_profile``: for each threshold ``tau``, the fraction of runs (over all
+  tasks) whose score is strictly above ``tau`` (rliable's ``run_score_deviation``, the
+  paper's "score distribution").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+IQM_REPS = 50_000  # rliable's get_interval_estimates default
+PROFILE_REPS = 2_000  # rliable's create_performance_profile default
+
+
+def _runs_by_tasks(scores: ArrayLike) -> np.ndarray:
+    x = np.asarray(scores, np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(f"scores must be [runs] or [runs, tasks], non-empty; got {x.shape}")
+    return x
+
+
+def iqm(scores: ArrayLike, axis: int | tuple[int, ...] | None = None) -> np.ndarray:
+    """The interquartile mean: the mean of the sorted scores with the lowest and highest
+    ``floor(n / 4)`` of the ``n`` removed (25% trimmed mean).
+
+    ``axis`` None pools every entry (a float64 scalar); an int or tuple pools those axes
+    and keeps the others (so ``iqm(x [reps, runs, tasks], axis=(1, 2))`` is ``[reps]``).
+    """
+    x = np.asarray(scores, np.float64)
+    axes = tuple(range(x.ndim)) if axis is None else np.atleast_1d(axis).tolist()
+    axes = tuple(a % x.ndim for a in axes)
+    kept = [a for a in range(x.ndim) if a not in axes]
+    x = np.transpose(x, (*kept, *axes)).reshape(*(x.shape[a] for a in kept), -1)
+    n = x.shape[-1]
+    if n == 0:
+        raise ValueError("iqm of no scores")
+    cut = n // 4
+    return np.sort(x, axis=-1)[..., cut : n - cut].mean(axis=-1)
+
+
+def stratified_bootstrap(
+    scores: ArrayLike,
+    statistic: Callable[[np.ndarray], ArrayLike],
+    reps: int = IQM_REPS,
+    seed: int = 0,
+) -> np.ndarray:
+    """``statistic`` of ``reps`` stratified resamples: ``[reps, ...]``.
+
+    Each resample ``[runs, tasks]`` draws, for each task independently, ``runs`` runs
+    with replacement from that task's runs. ``statistic`` is called once on all resamples
+    stacked, ``[reps, runs, tasks]``, and returns ``[reps, ...]``.
+    """
+    x = _runs_by_tasks(scores)
+    runs, tasks = x.shape
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, runs, size=(reps, runs, tasks))
+    resampled = x[rows, np.arange(tasks)[None, None, :]]
+    return np.asarray(statistic(resampled), np.float64)
+
+
+class Interval(NamedTuple):
+    """A point estimate and its confidence interval ``[lower, upper]`` (arrays of the
+    statistic's shape; floats for a scalar statistic)."""
+
+    point: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+
+
+def interval_estimate(
+    scores: ArrayLike,
+    statistic: Callable[[np.ndarray], ArrayLike] | None = None,
+    reps: int = IQM_REPS,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """``statistic`` of ``scores`` and its stratified-bootstrap percentile CI.
+
+    ``statistic`` maps ``[reps, runs, tasks]`` to ``[reps, ...]``; default the IQM over
+    runs and tasks. The interval holds the ``(1 - confidence) / 2`` and ``(1 + confidence)
+    / 2`` quantiles (linear interpolation) of the ``reps`` resampled statistics.
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    statistic = statistic or (lambda x: iqm(x, axis=(1, 2)))
+    x = _runs_by_tasks(scores)
+    point = np.asarray(statistic(x[None]), np.float64)[0]
+    samples = stratified_bootstrap(x, statistic, reps, seed)
+    tail = 100.0 * (1.0 - confidence) / 2.0
+    lower, upper = np.percentile(samples, [tail, 100.0 - tail], axis=0)
+    return Interval(point, lower, upper)
+
+
+def performance_profile(scores: ArrayLike, taus: Sequence[float] | np.ndarray) -> np.ndarray:
+    """``[len(taus)]`` float64: for each ``tau``, the fraction of all runs of all tasks
+    whose score is strictly above ``tau``. ``scores`` may carry leading resample axes:
+    ``[..., runs, tasks]`` -> ``[..., len(taus)]``."""
+    x = np.asarray(scores, np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    taus = np.asarray(taus, np.float64)
+    above = x[..., None] > taus  # [..., runs, tasks, taus]
+    return above.mean(axis=(-3, -2))
+
+
+def performance_profile_interval(
+    scores: ArrayLike,
+    taus: Sequence[float] | np.ndarray,
+    reps: int = PROFILE_REPS,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """``performance_profile`` with its stratified-bootstrap percentile CI per ``tau``."""
+    statistic = lambda x: performance_profile(x, taus)
+    return interval_estimate(scores, statistic, reps, confidence, seed)

@@ -1,0 +1,129 @@
+"""What a run's summary tells (experiment/report.py, driver.py): each member's first step
+at the target, the IQM and its CI and the fraction at the target of a seed run's final
+returns, the evaluation a single run stopped at with a final evaluation of at least 20
+episodes of the policy it saved; and ``--seeds`` beyond memory refused in one line."""
+
+import io
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from rich.console import Console
+
+from jaxrl.experiment import report, sweep
+from jaxrl.train import main
+
+TINY = [
+    "--agent", "dqn", "--env", "CartPole", "--num-envs", "4", "--steps", "1024",
+    "--agent.hidden_sizes", "[8]",
+    "--agent.batch_size", "8",
+    "--agent.buffer_size", "256",
+    "--agent.learning_starts", "64",
+    "--run.rollout_len", "4",
+    "--run.log_every", "256",
+    "--run.eval_every", "256",
+    "--run.eval_episodes", "8",
+]  # fmt: skip
+
+
+def summary(**changes):
+    base = report.Summary(
+        run_dir=Path("/runs/x"),
+        steps=1024,
+        compile_time=1.0,
+        run_time=2.0,
+        sps=512.0,
+        final_eval_return=math.nan,
+        best_eval_return=math.nan,
+        first_solved_time=None,
+        solved=False,
+    )
+    return report.Summary(**{**base.__dict__, **changes})
+
+
+def printed(s, members, batched, stop):
+    out = io.StringIO()
+    report.print_summary(s, members, batched, 10, stop, Console(file=out, width=200))
+    return out.getvalue()
+
+
+def test_first_solves_keep_each_members_first_step_at_the_target():
+    rows = lambda step, evals: [{"step": step, "eval_return": e} for e in evals]
+    found = [None, None, None]
+    found = report.first_solves(rows(256, [500.0, math.nan, 100.0]), 475.0, found)
+    found = report.first_solves(rows(512, [100.0, 475.0, 474.9]), 475.0, found)
+    found = report.first_solves(rows(768, [480.0, 490.0, 10.0]), 475.0, found)
+    assert found == [256, 512, None]
+    assert report.first_solves(rows(1, [1e9]), None, [None]) == [None]
+
+
+def test_seed_summary_gives_iqm_ci_fraction_and_first_solves():
+    finals = [500.0, 10.0, 480.0, 475.0, 200.0, 499.0, 30.0, 500.0]
+    members = [{"seed": i} for i in range(8)]
+    solves = [1280, None, 2560, 3840, 640, 1280, None, 5120]
+    s = report.across_members(
+        summary(final_eval_returns=finals, target=475.0, first_solve_steps=solves)
+    )
+    # The middle half of the sorted finals: 200, 475, 480, 499.
+    assert s.final_iqm == pytest.approx((200 + 475 + 480 + 499) / 4)
+    low, high = s.final_iqm_ci
+    assert min(finals) <= low < s.final_iqm < high <= max(finals)
+    assert s.fraction_at_target == 5 / 8
+    text = printed(s, members, True, 475.0)
+    assert "final IQM [95% CI]" in text and f"{s.final_iqm:.1f} [{low:.1f}, {high:.1f}]" in text
+    assert "final return >= 475" in text and "5 of 8 members" in text
+    assert "seed 1" in text and "first >= 475: never" in text
+    assert "first >= 475: step 5,120" in text
+    data = yaml.safe_load(yaml.safe_dump({k: v for k, v in s.__dict__.items() if k != "run_dir"}))
+    assert data["first_solve_steps"] == solves and data["fraction_at_target"] == 0.625
+
+
+def test_single_run_stopped_at_target_says_where_and_evaluates_20_episodes(tmp_path, capsys):
+    # Every CartPole episode returns at least 1: the first evaluation (step 256) stops it.
+    assert main([*TINY, "--run.stop_return", "1", "--logdir", str(tmp_path)]) == 0
+    (run_dir,) = tmp_path.iterdir()
+    data = yaml.safe_load((run_dir / "summary.yaml").read_text())
+    assert data["steps"] == 256 and data["stopped_at_step"] == 256 and data["solved"]
+    assert data["stopped_at_return"] >= 1 and data["first_solve_steps"] == [256]
+    assert data["final_eval_episodes"] == 24  # 3 evaluations of 8 episodes: >= 20
+    assert data["target"] == 1.0
+    out = capsys.readouterr().out
+    assert "final evaluation (24 episodes)" in out
+    assert "stopped at the evaluation of step 256" in out
+    # The policy evaluated at the end is the one the checkpoint saved there.
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir() if p.name.isdigit()) == [
+        "256"
+    ]
+
+
+def test_seeds_beyond_memory_exit_2_with_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sweep, "available_memory", lambda: 1 << 10)  # 1 KiB
+    assert main([*TINY, "--seeds", "4", "--logdir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "--seeds 4" in err and "GiB is available; at most 0 seeds fit" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--presets", "cartpole-nosuch"], "unknown preset 'cartpole-nosuch'; available: "),
+        (["--seeds", "0"], "--seeds must be >= 1, got 0"),
+        (["--presets", "atari-dqn"], "cannot run as one vmapped program"),
+    ],
+)
+def test_presets_benchmark_mistakes_exit_2(tmp_path, capsys, argv, fragment):
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "presets.py"
+    spec = importlib.util.spec_from_file_location("presets_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    results, out_dir = tmp_path / "RESULTS.md", tmp_path / "plots"
+    args = [*argv, "--results", str(results), "--out-dir", str(out_dir)]
+    assert module.main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and fragment in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []

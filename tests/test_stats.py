@@ -1,0 +1,88 @@
+"""jaxrl.stats against slow references written from Agarwal et al. 2021's definitions:
+IQM (the mean of the middle half of the sorted scores), the stratified bootstrap (each
+task's runs resampled from that task alone) with its percentile interval, and the
+performance profile (the fraction of runs scoring above tau)."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from jaxrl import stats
+
+
+def iqm_reference(values):
+    ordered = sorted(float(v) for v in np.ravel(values))
+    cut = len(ordered) // 4  # a quarter of the runs dropped at each end
+    middle = ordered[cut : len(ordered) - cut]
+    return sum(middle) / len(middle)
+
+
+def percentile_reference(values, q):
+    """Linear interpolation between the closest ranks (numpy's default method)."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100.0
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def test_iqm_is_the_mean_of_the_middle_half():
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 3, 4, 5, 7, 8, 13, 32):
+        x = rng.normal(size=n) * 100
+        assert stats.iqm(x) == pytest.approx(iqm_reference(x), rel=1e-12)
+        assert stats.iqm(x) == pytest.approx(scipy.stats.trim_mean(x, 0.25), rel=1e-12)
+    # Eight runs: the two lowest and two highest are dropped, whatever their size.
+    assert stats.iqm([-1e9, 1, 2, 3, 4, 5, 6, 1e9]) == pytest.approx(3.5)
+    # Runs and tasks are pooled; ``axis`` keeps the other axes.
+    x = rng.normal(size=(3, 10, 4))
+    assert stats.iqm(x[0]) == pytest.approx(iqm_reference(x[0]))
+    np.testing.assert_allclose(stats.iqm(x, axis=(1, 2)), [iqm_reference(r) for r in x])
+    per_task = [[iqm_reference(x[i, :, t]) for t in range(4)] for i in range(3)]
+    np.testing.assert_allclose(stats.iqm(x, axis=1), per_task)
+
+
+def test_stratified_bootstrap_and_interval_match_the_slow_loops():
+    rng = np.random.default_rng(1)
+    runs, tasks, reps = 7, 3, 200
+    # Tasks with disjoint score ranges: a resample that mixed tasks would show it.
+    x = rng.uniform(size=(runs, tasks)) + 10.0 * np.arange(tasks)
+    samples = stats.stratified_bootstrap(x, lambda s: s, reps=reps, seed=3)
+    assert samples.shape == (reps, runs, tasks)
+    for t in range(tasks):
+        assert set(samples[:, :, t].ravel()) <= set(x[:, t])
+    # The same draws, resample by resample, in loops.
+    rows = np.random.default_rng(3).integers(0, runs, size=(reps, runs, tasks))
+    expected = [
+        iqm_reference([[x[rows[r, i, t], t] for t in range(tasks)] for i in range(runs)])
+        for r in range(reps)
+    ]
+    got = stats.interval_estimate(x, reps=reps, seed=3, confidence=0.9)
+    assert float(got.point) == pytest.approx(iqm_reference(x))
+    assert float(got.lower) == pytest.approx(percentile_reference(expected, 5.0))
+    assert float(got.upper) == pytest.approx(percentile_reference(expected, 95.0))
+    assert got.lower <= got.point <= got.upper
+
+
+def test_interval_of_identical_runs_is_a_point_and_narrows_with_more_runs():
+    same = stats.interval_estimate(np.full(16, 475.0), reps=500)
+    assert same.point == same.lower == same.upper == 475.0
+    rng = np.random.default_rng(2)
+    few = stats.interval_estimate(rng.normal(size=8), reps=2000)
+    many = stats.interval_estimate(rng.normal(size=512), reps=2000)
+    assert many.upper - many.lower < (few.upper - few.lower) / 3
+
+
+def test_performance_profile_counts_runs_above_tau():
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 5, size=(9, 2)).astype(float)  # ties with tau on purpose
+    taus = np.array([-1.0, 0.0, 1.5, 2.0, 4.0, 9.0])
+    expected = [sum(v > tau for v in x.ravel()) / x.size for tau in taus]
+    np.testing.assert_allclose(stats.performance_profile(x, taus), expected)
+    one_task = [sum(v > tau for v in x[:, 0]) / 9 for tau in taus]
+    np.testing.assert_allclose(stats.performance_profile(x[:, 0], taus), one_task)
+    profile = stats.performance_profile_interval(x, taus, reps=300)
+    np.testing.assert_allclose(profile.point, expected)
+    assert np.all(profile.lower <= profile.point) and np.all(profile.point <= profile.upper)
+    assert profile.lower[0] == profile.upper[0] == 1.0 and profile.upper[-1] == 0.0
