@@ -182,6 +182,43 @@ def check_self_play(agent: Agent, env: Env) -> None:
         raise ConfigError("self-play takes agents without a per-env carry (dqn, rainbow)")
 
 
+SELF_PLAY_AGENTS = ("dqn", "rainbow")
+
+
+def check_config(cfg: dict[str, Any], self_play: bool) -> None:
+    """ConfigError (one line) unless a resolved experiment config and ``--self-play``
+    agree: self-play needs a game of several players, such a game needs self-play (the one
+    multi-player mode there is), and the agent must learn from single stitched
+    transitions: ``dqn`` or ``rainbow`` with ``n_step: 1`` (module docstring)."""
+    from jaxrl import envs
+
+    name = cfg["env"]["name"]
+    kwargs = {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
+    spec = envs.make(name, num_envs=1, **kwargs).spec
+    players = getattr(spec, "num_players", 1)
+    if self_play and (players < 2 or not spec.turn_based):
+        raise ConfigError(
+            f"--self-play needs a turn-based game of 2+ players (connect_four, tic_tac_toe); "
+            f"'{name}' has {players} player(s)"
+        )
+    if not self_play and players > 1:
+        raise ConfigError(f"'{name}' is a {players}-player game: train it with --self-play")
+    if not self_play:
+        return
+    agent = cfg["agent"]["name"]
+    if agent not in SELF_PLAY_AGENTS:
+        raise ConfigError(
+            f"--self-play trains {' or '.join(SELF_PLAY_AGENTS)} (one-step off-policy "
+            f"learners of stitched transitions), not '{agent}'"
+        )
+    n_step = cfg["agent"].get("n_step", 1)
+    if n_step != 1:
+        raise ConfigError(
+            f"--self-play interleaves the players' transitions in one stream per env, so "
+            f"n-step windows would mix players: use --agent.n_step 1 (got {n_step})"
+        )
+
+
 def opponents(env: Env) -> dict[str, Opponent]:
     """The fixed opponents of ``env``: ``random``, and ``scripted`` for ``envs.games``."""
     found: dict[str, Opponent] = {"random": games.random_action}
