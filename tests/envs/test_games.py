@@ -165,3 +165,40 @@ def test_wins_and_scripted_against_numpy(game):
         for n in range(count):
             allowed = win0[n] if win0[n].any() else win1[n] if win1[n].any() else mask[n]
             assert allowed[action[n]]
+
+
+def pettingzoo_game(rng):
+    """A random legal game of PettingZoo's connect_four_v3: per move, the column, the
+    mask and board planes seen by the player to move before it, and the rewards
+    ``[first mover, second mover]`` after the last move."""
+    connect_four_v3 = pytest.importorskip("pettingzoo.classic.connect_four_v3")
+    env = connect_four_v3.env()
+    env.reset(seed=int(rng.integers(1 << 30)))
+    moves, masks, planes = [], [], []
+    while True:
+        obs, _, term, trunc, _ = env.last()
+        if term or trunc:
+            break
+        mask = obs["action_mask"].astype(bool)
+        moves.append(int(rng.choice(np.flatnonzero(mask))))
+        masks.append(mask)
+        planes.append(obs["observation"].astype(np.float32))
+        env.step(moves[-1])
+    rewards = [env.rewards["player_0"], env.rewards["player_1"]]
+    return moves, masks, planes, rewards
+
+
+def test_connect_four_agrees_with_pettingzoo():
+    rng = np.random.default_rng(0)
+    for game in range(6):
+        moves, masks, planes, rewards = pettingzoo_game(rng)
+        _, first, out = play("connect_four", moves, seed=game)
+        for t in range(len(moves)):
+            np.testing.assert_array_equal(np.asarray(out[t].obs[ACTION_MASK][0]), masks[t])
+            np.testing.assert_array_equal(np.asarray(out[t].obs[OBS][0]), planes[t])
+            if t > 0:
+                assert not out[t].terminated.any()
+        last = out[len(moves)]
+        assert last.terminated.all()
+        by_seat = last.reward[0, [first[0], 1 - first[0]]]  # [first mover, second mover]
+        np.testing.assert_array_equal(by_seat, rewards)
