@@ -88,6 +88,25 @@ def learn(args) -> None:
     )
 
 
+def pettingzoo_sps(game: str, steps: int) -> float:
+    """Env steps/s of PettingZoo's version of ``game`` on the host, one env, uniform random
+    legal moves from NumPy (no agent: the host loop's floor), resetting at each game end."""
+    from importlib import import_module
+
+    module = {"connect_four": "connect_four_v3", "tic_tac_toe": "tictactoe_v3"}[game]
+    env = import_module(f"pettingzoo.classic.{module}").env()
+    rng = np.random.default_rng(0)
+    env.reset(seed=0)
+    start = time.perf_counter()
+    for _ in range(steps):
+        obs, _, term, trunc, _ = env.last()
+        if term or trunc:
+            env.reset()
+            obs, *_ = env.last()
+        env.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    return steps / (time.perf_counter() - start)
+
+
 def speed(args) -> None:
     cfg, agent, env, _ = build(args.game, args.agent, None, args.override)
     console = Console()
@@ -111,9 +130,14 @@ def speed(args) -> None:
         seconds = time.perf_counter() - t0
         sps = runner.layout.steps_per_chunk / seconds
         console.print(
-            f"{args.game} {args.agent} {what}: {runner.layout.steps_per_chunk:,} env steps "
+            f"fused {args.game} {args.agent} {what}: {runner.layout.steps_per_chunk:,} env steps "
             f"({env.spec.num_envs} envs) in {seconds:.2f} s = {sps:,.0f} env steps/s"
         )
+    host_steps = 5000
+    console.print(
+        f"PettingZoo {args.game} on the host (random legal moves, no agent, 1 env): "
+        f"{pettingzoo_sps(args.game, host_steps):,.0f} env steps/s over {host_steps:,} steps"
+    )
 
 
 def main() -> None:
