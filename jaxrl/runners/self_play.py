@@ -228,6 +228,17 @@ def opponents(env: Env) -> dict[str, Opponent]:
     return found
 
 
+def outcome_rates(scores: jax.Array, opponent: str) -> dict[str, jax.Array]:
+    """``{"eval_win_<opponent>": ..., "eval_draw_...", "eval_loss_..."}``: the fractions
+    of ``scores`` ``[G]`` (a game's +1, 0 or -1 for the agent) that are wins (> 0), draws
+    (0) and losses (< 0); float32 scalars summing to 1."""
+    return {
+        f"eval_win_{opponent}": (scores > 0).mean(dtype=jnp.float32),
+        f"eval_draw_{opponent}": (scores == 0).mean(dtype=jnp.float32),
+        f"eval_loss_{opponent}": (scores < 0).mean(dtype=jnp.float32),
+    }
+
+
 def make_match(agent: Agent, env: Env, opponent: Opponent) -> Callable[[Any, PRNGKey], jax.Array]:
     """``match(agent_state, key) -> scores [env.spec.num_envs]``: one game per env, the
     greedy agent in seat ``env % P`` against ``opponent`` in the others; the score is the
@@ -374,8 +385,7 @@ def make_self_play_runner(
             scores = matches[name](agent_state, match_key)
             if name == "random":
                 rates["eval_return"] = scores.mean()
-            for outcome, value in (("win", 1.0), ("draw", 0.0), ("loss", -1.0)):
-                rates[f"eval_{outcome}_{name}"] = (scores == value).mean()
+            rates.update(outcome_rates(scores, name))
         return rates
 
     def run_chunk(state: RunnerState) -> tuple[RunnerState, dict[str, jax.Array]]:

@@ -11,7 +11,12 @@ import pytest
 
 from jaxrl.experiment.sweep import batch_runner
 from jaxrl.runners import RunConfig
-from jaxrl.runners.self_play import check_self_play, make_match, make_self_play_runner
+from jaxrl.runners.self_play import (
+    check_self_play,
+    make_match,
+    make_self_play_runner,
+    outcome_rates,
+)
 from jaxrl.types import (
     ACTION_MASK,
     OBS,
@@ -245,3 +250,15 @@ def test_check_self_play_rejects_single_player_env_and_carry():
     carrying = Agent(None, None, None, init_carry=lambda n: jnp.zeros((n, 3)))
     with pytest.raises(ConfigError, match="carry"):
         check_self_play(carrying, make_game())
+
+
+def test_outcome_rates_against_numpy():
+    scores = np.array([1.0, 0.0, -1.0, 1.0, 1.0, -1.0, 0.0, 1.0], np.float32)
+    rates = jax.device_get(outcome_rates(jnp.asarray(scores), "scripted"))
+    assert rates == pytest.approx(
+        {
+            "eval_win_scripted": np.mean(scores == 1),
+            "eval_draw_scripted": np.mean(scores == 0),
+            "eval_loss_scripted": np.mean(scores == -1),
+        }
+    )
