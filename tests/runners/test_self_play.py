@@ -11,12 +11,8 @@ import pytest
 
 from jaxrl.experiment.sweep import batch_runner
 from jaxrl.runners import RunConfig
-from jaxrl.runners.self_play import (
-    check_self_play,
-    make_match,
-    make_self_play_runner,
-    outcome_rates,
-)
+from jaxrl.runners.matches import make_match, outcome_rates
+from jaxrl.runners.self_play import check_self_play, make_self_play_runner
 from jaxrl.types import (
     ACTION_MASK,
     OBS,
