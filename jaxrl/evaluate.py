@@ -67,8 +67,12 @@ def evaluate_returns(agent, agent_state, env, key, batched: bool):
     import jax
 
     from jaxrl.runners import make_evaluate
+    from jaxrl.runners.matches import make_match, opponents
 
-    evaluate = make_evaluate(agent, env)
+    if env.spec.num_players > 1:  # a game: scores (+1/0/-1) against the random opponent
+        evaluate = make_match(agent, env, opponents(env)["random"])
+    else:
+        evaluate = make_evaluate(agent, env)
     if batched:
         evaluate = jax.vmap(evaluate, in_axes=(member_axes(agent_state), None))
     return jax.device_get(jax.jit(evaluate)(agent_state, key))

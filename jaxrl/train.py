@@ -9,6 +9,7 @@ Examples::
     python -m jaxrl.train --resume runs/dqn_CartPole-v1_s0_...   [--steps 300000]
     python -m jaxrl.train --agent dqn --env CartPole --seeds 8
     python -m jaxrl.train --agent dqn --env CartPole --seeds 4 --sweep agent.lr=1e-3,3e-4
+    python -m jaxrl.train --agent rainbow --env connect_four --self-play
 
 Dotted overrides set any option: ``--agent.KEY VALUE``, ``--env.KEY VALUE`` and
 ``--run.KEY VALUE`` (``--agent.n_step 3``, ``--run.eval_every 20000``). A user's mistake
@@ -91,6 +92,12 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         "--devices",
         metavar="N",
         help="split the envs over N local devices, or 'all' (default 1; JAX-native envs)",
+    )
+    parser.add_argument(
+        "--self-play",
+        action="store_true",
+        default=None,
+        help="one agent plays every side of a turn-based game (connect_four, tic_tac_toe)",
     )
     parser.add_argument(
         "--log",
@@ -181,6 +188,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             num_envs=args.num_envs,
             overrides=overrides,
         )
+        from jaxrl.runners.self_play import check_config
+
+        check_config(cfg, bool(args.self_play))
         run_experiment(cfg, args.logdir, launch=launch)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -274,3 +274,19 @@ for _name, _attr, _gymnax_id, _what in (
         f"MinAtar {_what}, obs [10, 10, C] float32 0/1, 1,000 steps (gymnax; jaxrl[minatar]).",
         aliases=(_gymnax_id,),
     )
+
+# Two-player turn-based board games through pgx (envs/games.py; extra jaxrl[games]).
+register(
+    "tic_tac_toe",
+    "jaxrl.envs.games:tic_tac_toe",
+    "Tic-tac-toe (pgx; jaxrl[games]): 2 players, turns, obs [3, 3, 2] + action_mask, "
+    "Discrete(9); train with --self-play.",
+    aliases=("TicTacToe",),
+)
+register(
+    "connect_four",
+    "jaxrl.envs.games:connect_four",
+    "Connect Four (pgx; jaxrl[games]): 2 players, turns, obs [6, 7, 2] + action_mask, "
+    "Discrete(7); train with --self-play.",
+    aliases=("ConnectFour",),
+)

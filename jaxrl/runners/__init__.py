@@ -1,5 +1,6 @@
-"""Runners: the fused on-device training loop (scan.py) and the host loop (host.py), with
-one ``Runner`` interface and one ``ChunkLayout``; ``make`` picks the one an env needs."""
+"""Runners: the fused on-device training loop (scan.py), the host loop (host.py) and the
+fused self-play program for turn-based games (self_play.py), with one ``Runner``
+interface and one ``ChunkLayout``; ``make`` picks the one an env needs."""
 
 from __future__ import annotations
 
@@ -17,13 +18,20 @@ from jaxrl.runners.scan import (
     make_runner,
     make_train,
 )
+from jaxrl.runners.self_play import make_self_play_runner
 from jaxrl.types import Agent
 
 
 def make(agent: Agent, env: Any, config: RunConfig, eval_env: Any = None) -> Runner:
     """The runner for ``env``: the Python loop of ``runners/host.py`` for an env stepped on
-    the host (``envs.gymnasium.HostEnv``), else the fused program of ``runners/scan.py``."""
-    factory = make_host_runner if isinstance(env, HostEnv) else make_runner
+    the host (``envs.gymnasium.HostEnv``), the self-play program of ``runners/self_play.py``
+    for a game of several players, else the fused program of ``runners/scan.py``."""
+    if isinstance(env, HostEnv):
+        factory = make_host_runner
+    elif env.spec.num_players > 1:
+        factory = make_self_play_runner
+    else:
+        factory = make_runner
     return factory(agent, env, config, eval_env)
 
 
@@ -38,5 +46,6 @@ __all__ = [
     "make_evaluate",
     "make_host_runner",
     "make_runner",
+    "make_self_play_runner",
     "make_train",
 ]

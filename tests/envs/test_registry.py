@@ -101,7 +101,9 @@ def test_available_lists_builtins_with_descriptions():
     assert set(BUILTIN.values()) | set(MUJOCO.values()) | minatar <= set(available)
     for short, canonical in MUJOCO.items():
         assert envs.canonical_name(short) == canonical
-    others = set(available) - set(BUILTIN.values()) - set(MUJOCO.values()) - minatar
+    board_games = {"tic_tac_toe", "connect_four"}
+    assert board_games <= set(available)
+    others = set(available) - set(BUILTIN.values()) - set(MUJOCO.values()) - minatar - board_games
     assert all(name.startswith("ALE/") for name in others)
     for description in available.values():
         assert description and "\n" not in description

@@ -1,0 +1,75 @@
+"""Games of a greedy agent against fixed opponents, for the self-play runner's evaluations.
+
+An opponent is ``(obs [N, ...], key) -> actions [N]`` int32: ``games.random_action``
+(uniform among legal moves) for every turn-based game, and ``games.scripted_action`` (win
+if it can, block if it must, else random) for the games of ``envs.games``. In a match the
+agent takes seat ``env % P`` of the evaluation env, and a game's score is the agent's
+return at its end (+1 win, 0 draw, -1 loss in the board games).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from jaxrl.envs import games
+from jaxrl.types import Agent, Env, PRNGKey
+
+Opponent = Callable[[Any, PRNGKey], jax.Array]  # (obs [N, ...], key) -> actions [N]
+
+
+def opponents(env: Env) -> dict[str, Opponent]:
+    """The fixed opponents of ``env``: ``random``, and ``scripted`` for ``envs.games``."""
+    found: dict[str, Opponent] = {"random": games.random_action}
+    game = games.GAMES.get(env.spec.name)
+    if game is not None:
+        found["scripted"] = lambda obs, key: games.scripted_action(game, obs, key)
+    return found
+
+
+def outcome_rates(scores: jax.Array, opponent: str) -> dict[str, jax.Array]:
+    """``{"eval_win_<opponent>": ..., "eval_draw_...", "eval_loss_..."}``: the fractions
+    of ``scores`` ``[G]`` (a game's +1, 0 or -1 for the agent) that are wins (> 0), draws
+    (0) and losses (< 0); float32 scalars summing to 1."""
+    return {
+        f"eval_win_{opponent}": (scores > 0).mean(dtype=jnp.float32),
+        f"eval_draw_{opponent}": (scores == 0).mean(dtype=jnp.float32),
+        f"eval_loss_{opponent}": (scores < 0).mean(dtype=jnp.float32),
+    }
+
+
+def make_match(agent: Agent, env: Env, opponent: Opponent) -> Callable[[Any, PRNGKey], jax.Array]:
+    """``match(agent_state, key) -> scores [env.spec.num_envs]``: one game per env, the
+    greedy agent in seat ``env % P`` against ``opponent`` in the others; the score is the
+    agent's reward at the game's end (+1 win, 0 draw, -1 loss)."""
+    spec = env.spec
+    seat = jnp.arange(spec.num_envs) % spec.num_players
+    initial_carry = agent.init_carry(spec.num_envs)
+
+    def match(agent_state: Any, key: PRNGKey) -> jax.Array:
+        key, reset_key = jax.random.split(key)
+        env_state, ts = env.reset(reset_key)
+
+        def cond(loop):
+            return (~loop[4].all()) & (loop[6] < spec.max_episode_steps)
+
+        def body(loop):
+            env_state, ts, carry, key, finished, scores, t = loop
+            key, act_key, opp_key, step_key = jax.random.split(key, 4)
+            mine, carry, _ = agent.act(agent_state, ts.obs, carry, act_key, False)
+            theirs = opponent(ts.obs, opp_key)
+            action = jnp.where(ts.info["current_player"] == seat, mine, theirs)
+            env_state, ts = env.step(env_state, action, step_key)
+            done = ts.terminated | ts.truncated
+            score = jnp.take_along_axis(ts.info["episode_return"], seat[:, None], 1)[:, 0]
+            scores = jnp.where(done & ~finished, score, scores)
+            return env_state, ts, carry, key, finished | done, scores, t + 1
+
+        zeros = jnp.zeros(spec.num_envs, jnp.float32)
+        loop = (env_state, ts, initial_carry, key, zeros > 0, zeros, jnp.zeros((), jnp.int32))
+        return jax.lax.while_loop(cond, body, loop)[5]
+
+    return match
