@@ -237,6 +237,8 @@ def _split_envs(cfg, launch, env, eval_env, agent, runner, members) -> Setup:
         )
     if not runner.jittable or not env.state_is_portable:
         raise ConfigError(f"{what} needs a JAX-native env; '{cfg['env']['name']}' is not")
+    if env.spec.num_players > 1:
+        raise ConfigError(f"{what} splits a single-agent run; '{cfg['env']['name']}' has players")
     num_envs = cfg["env"]["num_envs"]
     mesh = devices.env_mesh(launch.devices, num_envs)
     runner = devices.data_parallel(runner, mesh, num_envs)
