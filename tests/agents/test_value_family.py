@@ -215,3 +215,23 @@ def test_bad_options_are_one_line_config_errors(name, options, words):
     with pytest.raises(ConfigError) as e:
         agents.make(name, SPEC, **TINY | options)
     assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_iqn_sample_counts_and_hl_gauss_default_sigma():
+    head = implicit_quantile_head(6, 5, 4)
+    assert head.samples == {"act": 4, "select": 4, "target": 5, "online": 6}
+    net = make_network(SPEC, quantile.IQNConfig(hidden_sizes=(8,)), head, Exploration())
+    params = net.init(
+        {"params": jax.random.PRNGKey(0), "noise": jax.random.PRNGKey(1)}, jnp.ones((2, 4))
+    )
+    out = net.apply(params, jnp.ones((2, 4)), num_samples=7, rngs={"noise": jax.random.PRNGKey(2)})
+    assert out["quantiles"].shape == (2, A, 7) and out["taus"].shape == (2, A, 7)
+    taus = np.asarray(out["taus"])
+    assert (taus >= 0).all() and (taus < 1).all() and np.unique(taus[0, 0]).size == 7
+    np.testing.assert_array_equal(taus[:, 0], taus[:, 1])  # one set of fractions per state
+    logits = jnp.asarray(np.random.default_rng(0).normal(size=(3, 4)), jnp.float32)
+    target = jnp.array([0.1, 0.5, 0.9])
+    from jaxrl.ops import hl_gauss_loss
+
+    want = hl_gauss_loss(logits, target, 0.0, 1.0, 4, 0.75 * 0.25)  # 0.75 bin widths
+    np.testing.assert_allclose(hl_gauss_head(0.0, 1.0, 4).loss(logits, target)[0], want, rtol=1e-6)
