@@ -85,10 +85,10 @@ def clip_by_global_norm(eps: float = 1e-6) -> optax.GradientTransformationExtraA
     return optax.GradientTransformationExtraArgs(lambda params: optax.EmptyState(), update)
 
 
-def make_optimizer(cfg: OptimizerOptions, eps: float) -> optax.GradientTransformationExtraArgs:
-    """Global-norm clipping chained before the optimizer's scaling (``agents/optim.py``); the
-    step ``-lr * u`` is taken by ``gradient_step`` with the state's (scheduled) lr."""
-    return optax.chain(clip_by_global_norm(), scale_transform(cfg, eps))
+def make_optimizer(eps: float, cfg: OptimizerOptions | None = None) -> optax.GradientTransformation:
+    """Global-norm clipping before ``cfg.optimizer``'s scaling (``agents/optim.py``; None:
+    Adam); ``gradient_step`` takes the step ``-lr * u`` with the state's (scheduled) lr."""
+    return optax.chain(clip_by_global_norm(), scale_transform(cfg or OptimizerOptions(), eps))
 
 
 def gradient_step(
@@ -277,7 +277,7 @@ def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objectiv
         raise ConfigError(f"agent '{name}': normalize_obs is for float observations, not images")
     network = make_network(spec, cfg)
     discrete = isinstance(space, Discrete)
-    optimizer = make_optimizer(cfg, cfg.adam_eps)
+    optimizer = make_optimizer(cfg.adam_eps, cfg)
     low = None if discrete else jnp.asarray(space.low, jnp.float32)
     high = None if discrete else jnp.asarray(space.high, jnp.float32)
 

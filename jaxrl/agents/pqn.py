@@ -117,7 +117,7 @@ def make_pqn(spec: EnvSpec, **overrides: Any) -> Agent:
             f"{spec.action_space}; use a discrete-action env such as CartPole-v1"
         )
     network = make_network(spec, cfg)
-    optimizer = make_optimizer(cfg, cfg.adam_eps)
+    optimizer = make_optimizer(cfg.adam_eps, cfg)
 
     def q_values(params, obs) -> jax.Array:
         return network.apply(params, main_obs(obs))
