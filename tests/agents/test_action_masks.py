@@ -1,4 +1,4 @@
-"""Legal-action masks in DQN, Rainbow, QR-DQN, IQN, M-DQN and HL-Gauss DQN: with a mask
+"""Legal-action masks in DQN, Rainbow, IQN and M-DQN: with a mask
 leaving exactly one legal action, greedy, epsilon-greedy and noisy acting pick it, and
 bootstrap targets (max, double-Q, C51) use only it (against NumPy references)."""
 
@@ -35,10 +35,10 @@ CONFIGS = {
     "rainbow_noisy": ("rainbow", {}),
     "rainbow_noisy_eps": ("rainbow", dict(use_eps_greedy=True)),
     "rainbow_eps_expected": ("rainbow", dict(noisy=False, distributional=False)),
-    "qrdqn": ("qrdqn", dict(num_quantiles=4)),
+    # The sampling head (its own forward pass) and the Munchausen bonus (the first
+    # observation's mask); QR-DQN's and HL-Gauss's targets: tests/agents/test_value_family.py.
     "iqn": ("iqn", dict(num_tau_samples=4, num_tau_prime_samples=4, num_quantile_samples=4)),
     "mdqn": ("mdqn", {}),
-    "dqn_hl_gauss": ("dqn", dict(loss="hl_gauss", num_bins=5)),
 }
 
 

@@ -159,26 +159,22 @@ def dqn_step(**options):
     return flat(state.params), flat(new.params)
 
 
-def test_dqn_takes_each_optimizers_step():
+def test_dqn_takes_the_optimizers_and_schedules_step():
     # SGD with lr 1 moves the params by minus the gradient: that gives the gradient g.
     params, moved = dqn_step(optimizer="sgd", lr=1.0)
     g = params - moved
     assert np.abs(g).max() > 0
-    lr = 1e-2
-    _, adamw = dqn_step(optimizer="adamw", weight_decay=0.5, lr=lr, adam_eps=1e-3)
-    want = params - lr * adam_ref([g], 1e-3, 0.5, params)[0]
-    np.testing.assert_allclose(adamw, want, rtol=1e-4, atol=1e-6)
+    lr = 1e-2  # (the other optimizers share this path: their steps are tested above)
     rms = dict(
         rmsprop_decay=0.95, rmsprop_eps=1e-5, rmsprop_centered=True, rmsprop_initial_scale=1.0
     )
     _, rmsprop = dqn_step(optimizer="rmsprop", lr=lr, **rms)
     want = params - lr * rmsprop_ref([g], 0.95, 1e-5, True, True, 1.0, 0.0)[0]
     np.testing.assert_allclose(rmsprop, want, rtol=1e-4, atol=1e-6)
-    # A piecewise schedule halving the lr from step 0 on is the halved lr (step is 4 here).
-    _, half = dqn_step(optimizer="sgd", lr=0.5)
+    # A piecewise schedule halving the lr from step 0 on moves by half the gradient.
     _, scheduled = dqn_step(optimizer="sgd", lr=1.0, lr_schedule="piecewise",
                             lr_boundaries=(0,), lr_scales=(0.5,))  # fmt: skip
-    np.testing.assert_allclose(scheduled, half, rtol=1e-6)
+    np.testing.assert_allclose(scheduled, params - 0.5 * g, rtol=1e-5, atol=1e-7)
 
 
 def test_exponential_epsilon_reaches_dqn():
