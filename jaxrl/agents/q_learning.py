@@ -44,7 +44,7 @@ from jaxrl.agents.replay import make_replay as make_replay  # re-exported
 from jaxrl.agents.value_heads import ValueHead
 from jaxrl.agents.value_heads import scalar_head as scalar_head
 from jaxrl.buffers import PriorityParams, ReplayBuffer
-from jaxrl.networks import QNetwork, make_torso
+from jaxrl.networks import MLP, QNetwork, make_torso
 from jaxrl.ops import (
     importance_weights,
     linear_schedule,
@@ -143,12 +143,13 @@ class QLearningState:
 
 
 class Exploration(NamedTuple):
-    """Noisy linear layers in the head (``noisy``, initial scale ``sigma0``) and/or
-    epsilon-greedy acting (``by_epsilon``)."""
+    """Noisy linear layers in the head (``noisy``, initial scale ``sigma0``), also in the
+    MLP torso (``noisy_torso``), and/or epsilon-greedy acting (``by_epsilon``)."""
 
     noisy: bool = False
     sigma0: float = 0.5
     by_epsilon: bool = True
+    noisy_torso: bool = False
 
 
 class Prioritization(NamedTuple):
@@ -159,9 +160,16 @@ class Prioritization(NamedTuple):
 
 
 def make_network(spec: EnvSpec, cfg: QLearningConfig, head: ValueHead, x: Exploration):
-    """The torso ``cfg.torso`` and the value head's module on it."""
+    """The torso ``cfg.torso`` (noisy with ``x.noisy_torso``) and the value head on it."""
     module = head.network(spec.action_space.n, cfg.dueling, x.noisy, x.sigma0)
-    return QNetwork(torso=make_torso(cfg.torso, spec.obs_shape, cfg.hidden_sizes), head=module)
+    torso = make_torso(cfg.torso, spec.obs_shape, cfg.hidden_sizes)
+    if x.noisy_torso:
+        if not isinstance(torso, MLP):
+            raise ConfigError(
+                f"noisy_torso needs the mlp torso (vector observations), not {cfg.torso}"
+            )
+        torso = torso.clone(noisy=True, sigma0=x.sigma0)
+    return QNetwork(torso=torso, head=module)
 
 
 class _Parts(NamedTuple):

@@ -45,6 +45,8 @@ class RainbowConfig(QLearningConfig):
     Attributes:
       noisy: noisy linear layers in the head (exploration by parameter noise).
       sigma0: initial noise scale of noisy layers (RLHive's ``std_init``), 0.5.
+      noisy_torso: noisy layers in the MLP torso too (needs ``noisy``; off in Rainbow,
+        whose noisy layers are the head's).
       use_eps_greedy: also act epsilon-greedily when ``noisy`` (RLHive's flag); without
         ``noisy`` epsilon-greedy is always used.
       double: double-Q action selection by the online network.
@@ -86,6 +88,7 @@ class RainbowConfig(QLearningConfig):
 
     noisy: bool = True
     sigma0: float = option(0.5, ge=0)
+    noisy_torso: bool = False
     use_eps_greedy: bool = False
     double: bool = True
     dueling: bool = True
@@ -115,6 +118,8 @@ class RainbowConfig(QLearningConfig):
         super().__post_init__()
         if self.distributional and (self.num_atoms < 2 or not self.v_min < self.v_max):
             raise ValueError("distributional needs num_atoms >= 2 and v_min < v_max")
+        if self.noisy_torso and not self.noisy:
+            raise ValueError("noisy_torso needs noisy true (noisy layers are sampled only then)")
         if self.distributional and self.loss == "hl_gauss":
             raise ValueError("loss hl_gauss needs distributional false (C51 is its own loss)")
 
@@ -129,7 +134,7 @@ def make_head(cfg: RainbowConfig) -> ValueHead:
 
 def exploration(cfg: RainbowConfig) -> Exploration:
     """Noisy nets when ``noisy``; epsilon-greedy unless noisy without ``use_eps_greedy``."""
-    return Exploration(cfg.noisy, cfg.sigma0, cfg.use_eps_greedy or not cfg.noisy)
+    return Exploration(cfg.noisy, cfg.sigma0, cfg.use_eps_greedy or not cfg.noisy, cfg.noisy_torso)
 
 
 def make_network(spec: EnvSpec, cfg: RainbowConfig) -> QNetwork:
