@@ -221,10 +221,10 @@ def test_iqn_sample_counts_and_hl_gauss_default_sigma():
     head = implicit_quantile_head(6, 5, 4)
     assert head.samples == {"act": 4, "select": 4, "target": 5, "online": 6}
     net = make_network(SPEC, quantile.IQNConfig(hidden_sizes=(8,)), head, Exploration())
-    params = net.init(
-        {"params": jax.random.PRNGKey(0), "noise": jax.random.PRNGKey(1)}, jnp.ones((2, 4))
-    )
-    out = net.apply(params, jnp.ones((2, 4)), num_samples=7, rngs={"noise": jax.random.PRNGKey(2)})
+    keys = {"params": jax.random.PRNGKey(0), "noise": jax.random.PRNGKey(1)}
+    params = jax.jit(net.init)(keys, jnp.ones((2, 4)))
+    apply = jax.jit(lambda p, k: net.apply(p, jnp.ones((2, 4)), num_samples=7, rngs={"noise": k}))
+    out = apply(params, jax.random.PRNGKey(2))
     assert out["quantiles"].shape == (2, A, 7) and out["taus"].shape == (2, A, 7)
     taus = np.asarray(out["taus"])
     assert (taus >= 0).all() and (taus < 1).all() and np.unique(taus[0, 0]).size == 7
@@ -234,4 +234,5 @@ def test_iqn_sample_counts_and_hl_gauss_default_sigma():
     from jaxrl.ops import hl_gauss_loss
 
     want = hl_gauss_loss(logits, target, 0.0, 1.0, 4, 0.75 * 0.25)  # 0.75 bin widths
-    np.testing.assert_allclose(hl_gauss_head(0.0, 1.0, 4).loss(logits, target)[0], want, rtol=1e-6)
+    got = jax.jit(hl_gauss_head(0.0, 1.0, 4).loss)(logits, target)[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
