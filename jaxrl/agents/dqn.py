@@ -57,7 +57,12 @@ class DQNConfig(QLearningConfig):
       tau: target update fraction; 1.0 is a hard copy (CleanRL: 1.0), < 1 a soft update.
       epsilon_start, epsilon_end, epsilon_decay_steps: linear exploration schedule over env
         steps, starting at 0 (RLHive's LinearSchedule; CleanRL: 1.0 -> 0.05 over 250,000).
+      epsilon_schedule: ``"linear"`` (above), ``"exponential"`` (epsilon multiplied by
+        ``epsilon_decay`` at every acting call, floored at ``epsilon_end``: machin's
+        ``epsilon_decay``, 0.9999) or ``"piecewise"`` (linear through the points
+        ``epsilon_boundaries`` (env steps), ``epsilon_values``).
       eval_epsilon: epsilon of greedy evaluation (``explore=False``).
+      optimizer, lr_schedule and their options: ``agents/optim.py`` (Adam, constant).
       max_grad_norm: global gradient-norm clip, or None (SB3's default 10).
       reward_clip: rewards are clipped to [-c, c] for learning, or None (Atari: 1.0).
     """
