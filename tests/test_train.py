@@ -90,7 +90,8 @@ def test_run_directory_and_reproduction(tmp_path, capsys):
     [
         (
             ["--agent", "nope"],
-            "unknown agent 'nope'; available: a2c, ddpg, dqn, ppo, rainbow, random, sac, td3",
+            "unknown agent 'nope'; available: a2c, ddpg, dqn, iqn, mdqn, ppo, pqn, qrdqn, rainbow, "
+            "random, sac, td3",
         ),
         (["--env", "Pong-v9"], "Pong-v9"),
         (["--agent.learning_rate", "1"], "unknown option 'learning_rate'"),
@@ -101,8 +102,22 @@ def test_run_directory_and_reproduction(tmp_path, capsys):
         (["--agent.lr"], "needs a value"),
         (["--agent.buffer_size", "4"], "capacity must be >= num_envs"),
         (["stray"], "unrecognized argument 'stray'"),
+        (["--agent.optimizer", "adagrad"], "'adagrad' is not one of 'adam', 'adamw'"),
+        (["--agent", "ppo", "--agent.lr_schedule", "step"], "'step' is not one of 'constant'"),
+        (
+            ["--agent.lr_schedule", "piecewise", "--agent.lr_boundaries", "[2000, 1000]",
+             "--agent.lr_scales", "[0.1, 0.1]"],
+            "lr_boundaries must be strictly increasing, got [2000, 1000]",
+        ),
+        (["--agent", "sac", "--env", "Pendulum", "--agent.lr_schedule", "cosine"],
+         "needs lr_decay_steps"),
+        (
+            ["--agent.epsilon_schedule", "piecewise", "--agent.epsilon_boundaries", "[5, 5]",
+             "--agent.epsilon_values", "[1.0, 0.1]"],
+            "epsilon_boundaries must be strictly increasing",
+        ),
     ],
-)
+)  # fmt: skip
 def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys, argv, fragment):
     logdir = tmp_path / "runs"
     assert main([*argv, "--logdir", str(logdir)]) == 2

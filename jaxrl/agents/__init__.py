@@ -123,6 +123,39 @@ def _register_builtins() -> None:
         description="uniformly random actions; the smallest example of the Agent contract",
     )
     _register_off_policy()
+    _register_value_family()
+
+
+def _register_value_family() -> None:
+    from jaxrl.agents import munchausen, pqn, quantile
+
+    register(
+        "qrdqn",
+        quantile.make_qrdqn,
+        config=quantile.QRDQNConfig,
+        description="QR-DQN (Dabney et al. 2018): quantile regression with the quantile Huber loss",
+    )
+    register(
+        "iqn",
+        quantile.make_iqn,
+        config=quantile.IQNConfig,
+        description="implicit quantile networks (Dabney et al. 2018): sampled quantile "
+        "fractions, cosine embedding",
+    )
+    register(
+        "mdqn",
+        munchausen.make_mdqn,
+        config=munchausen.MDQNConfig,
+        description="Munchausen-DQN (Vieillard et al. 2020): scaled log-policy bonus, "
+        "soft bootstrap",
+    )
+    register(
+        "pqn",
+        pqn.make_pqn,
+        config=pqn.PQNConfig,
+        description="PQN (Gallici et al. 2024): Q(lambda) on parallel envs, LayerNorm, no "
+        "replay buffer or target network",
+    )
 
 
 def _register_off_policy() -> None:

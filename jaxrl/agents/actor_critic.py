@@ -41,10 +41,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxrl.agents.optim import OptimizerOptions, scale_transform, scheduled_lrs
 from jaxrl.buffers.replay import make_uniform_replay
 from jaxrl.ops import noise as noise_ops
 from jaxrl.types import Agent, Box, ConfigError, EnvSpec, Transition, shared_field
-from jaxrl.validation import Options, option
+from jaxrl.validation import option
 
 NOISE_PARAMS = ("noise_mu", "noise_sigma", "noise_low", "noise_high", "noise_theta", "noise_dt")
 PerDim = float | tuple[float, ...]
@@ -52,7 +53,7 @@ Noise = Literal["none", "gaussian", "clipped_gaussian", "uniform", "ou"]
 
 
 @dataclasses.dataclass(frozen=True)
-class OffPolicyConfig(Options):
+class OffPolicyConfig(OptimizerOptions):
     """Options shared by SAC, TD3 and DDPG (each agent's ``Config`` subclasses this and
     declares only the defaults it changes and its own options; ranges are inherited).
 
@@ -72,6 +73,8 @@ class OffPolicyConfig(Options):
         parameters, in normalized action units; each a float or one value per action
         dimension.
       max_grad_norm: global gradient-norm clip of every optimizer, or None.
+      adam_eps: Adam's epsilon (optax's 1e-8); the optimizer and the learning-rate
+        schedule of every ``*_lr`` are ``agents/optim.py``'s options.
     """
 
     hidden_sizes: tuple[int, ...] = option((256, 256), ge=1, min_len=1)
@@ -171,9 +174,10 @@ def make_critic(cfg: OffPolicyConfig, spec: EnvSpec, num_critics: int) -> nn.Mod
 
 
 def make_optimizer(cfg: OffPolicyConfig) -> optax.GradientTransformation:
-    """Adam without its learning rate (``optimizer_step`` applies ``-lr`` from hparams)."""
+    """``cfg.optimizer`` (``agents/optim.py``; Adam by default) without its learning rate
+    (``optimizer_step`` applies ``-lr`` from hparams, scaled by ``cfg.lr_schedule``)."""
     clip = [optax.clip_by_global_norm(cfg.max_grad_norm)] if cfg.max_grad_norm else []
-    return optax.chain(*clip, optax.scale_by_adam())
+    return optax.chain(*clip, scale_transform(cfg, cfg.adam_eps))
 
 
 def optimizer_step(
@@ -298,7 +302,7 @@ def make_off_policy_agent(
         learning = (step >= cfg.learning_starts) & buffer.can_sample(buffer_state)
         k = cfg.updates_per_step * num_steps
         do_learn = lambda *args: learn(*args, num_steps=k)
-        args = (state.learner, buffer_state, state.hparams, key)
+        args = (state.learner, buffer_state, scheduled_lrs(cfg, state.hparams, step), key)
         shapes = jax.eval_shape(do_learn, *args)[1]
         skip = lambda learner, *_: (
             learner,

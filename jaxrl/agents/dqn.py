@@ -18,6 +18,7 @@ from jaxrl.agents.q_learning import (
     make_network,
     make_q_agent,
     make_replay,
+    scalar_head,
 )
 from jaxrl.agents.value_heads import expected_value_head
 from jaxrl.networks import QNetwork
@@ -37,7 +38,12 @@ class DQNConfig(QLearningConfig):
       dueling: dueling head (Wang et al. 2016).
       double: double-Q target, action chosen by the online net (van Hasselt et al. 2016).
       n_step: length of the multi-step return (1 = one-step TD).
-      loss: ``"huber"`` (Mnih et al. 2015) or ``"mse"`` (0.5 * squared TD error).
+      loss: ``"huber"`` (Mnih et al. 2015), ``"mse"`` (0.5 * squared TD error) or
+        ``"hl_gauss"``: Q as a histogram over ``num_bins`` bins on [``min_value``,
+        ``max_value``] trained by cross-entropy on Gaussian-smoothed targets of standard
+        deviation ``sigma`` (Farebrother et al. 2024, "Stop Regressing", with their
+        Atari support -10..10 and 51 bins; ``sigma`` None: 0.75 bin widths, their
+        recommended ratio; Emote's ``HLGaussLoss(min_value, max_value, num_bins, sigma)``).
       lr: Adam learning rate (CleanRL: 2.5e-4).
       adam_eps: Adam epsilon (optax default 1e-8; Dopamine uses 1.5e-4 for Atari).
       gamma: discount.
@@ -51,7 +57,12 @@ class DQNConfig(QLearningConfig):
       tau: target update fraction; 1.0 is a hard copy (CleanRL: 1.0), < 1 a soft update.
       epsilon_start, epsilon_end, epsilon_decay_steps: linear exploration schedule over env
         steps, starting at 0 (RLHive's LinearSchedule; CleanRL: 1.0 -> 0.05 over 250,000).
+      epsilon_schedule: ``"linear"`` (above), ``"exponential"`` (epsilon multiplied by
+        ``epsilon_decay`` at every acting call, floored at ``epsilon_end``: machin's
+        ``epsilon_decay``, 0.9999) or ``"piecewise"`` (linear through the points
+        ``epsilon_boundaries`` (env steps), ``epsilon_values``).
       eval_epsilon: epsilon of greedy evaluation (``explore=False``).
+      optimizer, lr_schedule and their options: ``agents/optim.py`` (Adam, constant).
       max_grad_norm: global gradient-norm clip, or None (SB3's default 10).
       reward_clip: rewards are clipped to [-c, c] for learning, or None (Atari: 1.0).
     """
@@ -69,7 +80,7 @@ def make_dqn(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds a DQN agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     cfg = build_config(DQNConfig, overrides, "agent 'dqn'")
     buffer = make_replay(spec, cfg, "dqn", "auto", prioritized=False)
-    return make_q_agent(spec, cfg, expected_value_head(cfg.loss), buffer, name="dqn")
+    return make_q_agent(spec, cfg, scalar_head(cfg), buffer, name="dqn")
 
 
 make_dqn.Config = DQNConfig

@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxrl.agents.optim import OptimizerOptions, scale_transform, scheduled_lr
 from jaxrl.buffers.rollout import RolloutBatch, flatten, shuffled_minibatches
 from jaxrl.networks.policies import ActorCritic
 from jaxrl.networks.torsos import torso_name
@@ -59,7 +60,7 @@ from jaxrl.types import (
     main_obs,
     shared_field,
 )
-from jaxrl.validation import Options, option
+from jaxrl.validation import option
 
 Array = jax.Array
 
@@ -85,10 +86,10 @@ def clip_by_global_norm(eps: float = 1e-6) -> optax.GradientTransformationExtraA
     return optax.GradientTransformationExtraArgs(lambda params: optax.EmptyState(), update)
 
 
-def make_optimizer(adam_eps: float) -> optax.GradientTransformationExtraArgs:
-    """Global-norm clipping chained before Adam's scaling; the step ``-lr * u`` is taken by
-    ``gradient_step`` with the learning rate of the state (annealed or swept)."""
-    return optax.chain(clip_by_global_norm(), optax.scale_by_adam(eps=adam_eps))
+def make_optimizer(eps: float, cfg: OptimizerOptions | None = None) -> optax.GradientTransformation:
+    """Global-norm clipping before ``cfg.optimizer``'s scaling (``agents/optim.py``; None:
+    Adam); ``gradient_step`` takes the step ``-lr * u`` with the state's (scheduled) lr."""
+    return optax.chain(clip_by_global_norm(), scale_transform(cfg or OptimizerOptions(), eps))
 
 
 def gradient_step(
@@ -132,7 +133,7 @@ def run_epochs(
 
 
 @dataclasses.dataclass(frozen=True)
-class ActorCriticConfig(Options):
+class ActorCriticConfig(OptimizerOptions):
     """The options PPO and A2C share; defaults are CleanRL's ``ppo.py`` (PPO's). A learner's
     config subclasses it and declares only what it adds or changes (``PPOConfig``,
     ``A2CConfig``).
@@ -144,7 +145,7 @@ class ActorCriticConfig(Options):
         ``"nature"`` for other images), ``"mlp"``, ``"nature"``, ``"impala"``, ``"minatar"``.
       activation: ``"tanh"`` or ``"relu"`` in MLP torsos.
       shared_torso: one torso for actor and critic (Atari) or separate ones (False).
-      lr: Adam learning rate (2.5e-4); adam_eps: Adam epsilon (1e-5).
+      lr: learning rate (2.5e-4; optimizer and lr_schedule: agents/optim.py); adam_eps: 1e-5.
       anneal_lr: decay the learning rate linearly to 0 over ``total_steps``.
       total_steps: env steps of the run, for annealing; the CLI fills it from
         ``run.steps`` when left None; None (outside the CLI) means no annealing.
@@ -277,7 +278,7 @@ def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objectiv
         raise ConfigError(f"agent '{name}': normalize_obs is for float observations, not images")
     network = make_network(spec, cfg)
     discrete = isinstance(space, Discrete)
-    optimizer = make_optimizer(cfg.adam_eps)
+    optimizer = make_optimizer(cfg.adam_eps, cfg)
     low = None if discrete else jnp.asarray(space.low, jnp.float32)
     high = None if discrete else jnp.asarray(space.high, jnp.float32)
 
@@ -356,7 +357,7 @@ def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objectiv
         batch = flatten(
             RolloutBatch(obs, action, rollout.extras["log_prob"], value, advantage, target)
         )
-        lr = h.lr
+        lr = scheduled_lr(cfg, h.lr, state.step)
         if cfg.anneal_lr and cfg.total_steps is not None:
             lr = lr * jnp.maximum(0.0, 1.0 - state.step.astype(jnp.float32) / cfg.total_steps)
         step = gradient_step(loss_fn, optimizer, h, lr)

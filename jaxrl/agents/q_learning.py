@@ -35,19 +35,22 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl.agents.value_heads import ValueHead
-from jaxrl.buffers import (
-    PriorityParams,
-    ReplayBuffer,
-    make_compact_replay,
-    make_prioritized_replay,
-    make_uniform_replay,
+from jaxrl.agents.optim import (
+    OptimizerOptions,
+    check_piecewise,
+    epsilon_schedule,
+    scale_transform,
+    scheduled_lr,
 )
-from jaxrl.networks import QNetwork, make_torso
+from jaxrl.agents.replay import make_replay as make_replay  # re-exported
+from jaxrl.agents.value_heads import ValueHead
+from jaxrl.agents.value_heads import scalar_head as scalar_head
+from jaxrl.buffers import PriorityParams, ReplayBuffer
+from jaxrl.networks import MLP, QNetwork, make_torso
 from jaxrl.ops import (
-    epsilon_greedy,
     importance_weights,
     linear_schedule,
+    masked_epsilon_greedy,
     n_step_bootstrap,
     soft_update,
 )
@@ -59,23 +62,27 @@ from jaxrl.types import (
     Transition,
     action_mask,
     main_obs,
-    masked_argmax,
     shared_field,
 )
-from jaxrl.validation import Options, option
+from jaxrl.validation import option
 
 
 @dataclasses.dataclass(frozen=True)
-class QLearningConfig(Options):
+class QLearningConfig(OptimizerOptions):
     """The options of every Q-learning agent, with DQN's defaults (``DQNConfig`` documents
-    them; ``RainbowConfig`` overrides its own). Ranges are declared beside each field."""
+    them; ``RainbowConfig`` overrides its own). Ranges are declared beside each field.
+    The optimizer and learning-rate schedule options are ``agents/optim.py``'s."""
 
     hidden_sizes: tuple[int, ...] = option((120, 84), gt=0)
     torso: Literal["auto", "mlp", "nature", "impala", "minatar"] = "auto"
     dueling: bool = False
     double: bool = False
     n_step: int = option(1, ge=1)
-    loss: Literal["huber", "mse"] = "huber"
+    loss: Literal["huber", "mse", "hl_gauss"] = "huber"
+    min_value: float = -10.0
+    max_value: float = 10.0
+    num_bins: int = option(51, ge=2)
+    sigma: float | None = option(None, gt=0)
     lr: float = option(2.5e-4, gt=0)
     adam_eps: float = option(1e-8, ge=0)
     gamma: float = option(0.99, ge=0, le=1)
@@ -88,9 +95,21 @@ class QLearningConfig(Options):
     epsilon_start: float = option(1.0, ge=0, le=1)
     epsilon_end: float = option(0.05, ge=0, le=1)
     epsilon_decay_steps: int = option(250_000, ge=0)
+    epsilon_schedule: Literal["linear", "exponential", "piecewise"] = "linear"
+    epsilon_decay: float = option(0.9999, gt=0, le=1)
+    epsilon_boundaries: tuple[int, ...] = option((), ge=0)
+    epsilon_values: tuple[float, ...] = option((), ge=0, le=1)
     eval_epsilon: float = option(0.0, ge=0, le=1)
     max_grad_norm: float | None = option(10.0, gt=0)
     reward_clip: float | None = option(None, gt=0)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.loss == "hl_gauss" and not self.min_value < self.max_value:
+            raise ValueError("loss hl_gauss needs min_value < max_value")
+        if self.epsilon_schedule == "piecewise":
+            b, v = self.epsilon_boundaries, self.epsilon_values
+            check_piecewise("epsilon_boundaries", b, "epsilon_values", v)
 
 
 @flax.struct.dataclass
@@ -127,12 +146,13 @@ class QLearningState:
 
 
 class Exploration(NamedTuple):
-    """Noisy linear layers in the head (``noisy``, initial scale ``sigma0``) and/or
-    epsilon-greedy acting (``by_epsilon``)."""
+    """Noisy linear layers in the head (``noisy``, initial scale ``sigma0``), also in the
+    MLP torso (``noisy_torso``), and/or epsilon-greedy acting (``by_epsilon``)."""
 
     noisy: bool = False
     sigma0: float = 0.5
     by_epsilon: bool = True
+    noisy_torso: bool = False
 
 
 class Prioritization(NamedTuple):
@@ -142,53 +162,17 @@ class Prioritization(NamedTuple):
     beta_decay_steps: int
 
 
-def masked_epsilon_greedy(
-    key: jax.Array, q_values: jax.Array, epsilon: jax.Array, mask: jax.Array | None
-) -> jax.Array:
-    """``ops.epsilon_greedy`` among legal actions: the random action is uniform over the
-    legal ones, the greedy one the best legal one. ``mask`` None: exactly
-    ``ops.epsilon_greedy`` (same keys, same draws)."""
-    if mask is None:
-        return epsilon_greedy(key, q_values, epsilon)
-    explore_key, action_key = jax.random.split(key)
-    explore = jax.random.uniform(explore_key, q_values.shape[:-1]) < epsilon
-    logits = jnp.where(mask, 0.0, -jnp.inf)
-    random_actions = jax.random.categorical(action_key, logits).astype(jnp.int32)
-    return jnp.where(explore, random_actions, masked_argmax(q_values, mask))
-
-
 def make_network(spec: EnvSpec, cfg: QLearningConfig, head: ValueHead, x: Exploration):
-    """The torso ``cfg.torso`` and the value head's module on it."""
+    """The torso ``cfg.torso`` (noisy with ``x.noisy_torso``) and the value head on it."""
     module = head.network(spec.action_space.n, cfg.dueling, x.noisy, x.sigma0)
-    return QNetwork(torso=make_torso(cfg.torso, spec.obs_shape, cfg.hidden_sizes), head=module)
-
-
-def make_replay(
-    spec: EnvSpec, cfg: QLearningConfig, name: str, storage: str, prioritized: bool
-) -> ReplayBuffer:
-    """The replay buffer of ``cfg.buffer_size`` transitions and ``cfg.n_step`` windows:
-    ``storage`` ``"compact"`` (frames stored once, ``buffers/compact.py``), ``"full"``
-    (``buffers/replay.py``, ``buffers/prioritized.py``) or ``"auto"`` (compact for
-    stacked uint8 images ``[H, W, stack]``); ``ConfigError`` naming agent ``name`` if it
-    cannot be built (e.g. a capacity below ``num_envs * n_step``)."""
-    image_obs = len(spec.obs_shape) == 3 and spec.obs_dtype == "uint8"
-    try:
-        if storage == "compact" or (storage == "auto" and image_obs):
-            return make_compact_replay(
-                cfg.buffer_size,
-                spec.num_envs,
-                cfg.batch_size,
-                spec.obs_shape,
-                spec.obs_dtype,
-                window=cfg.n_step,
-                stack=spec.obs_shape[-1] if image_obs else 0,
-                mode="prioritized" if prioritized else "uniform",
-                obs_extras={e.name: (e.shape, e.dtype) for e in spec.obs_extras},
+    torso = make_torso(cfg.torso, spec.obs_shape, cfg.hidden_sizes)
+    if x.noisy_torso:
+        if not isinstance(torso, MLP):
+            raise ConfigError(
+                f"noisy_torso needs the mlp torso (vector observations), not {cfg.torso}"
             )
-        make = make_prioritized_replay if prioritized else make_uniform_replay
-        return make(cfg.buffer_size, spec.num_envs, cfg.batch_size, window=cfg.n_step)
-    except ValueError as e:
-        raise ConfigError(f"agent '{name}': {e}") from None
+        torso = torso.clone(noisy=True, sigma0=x.sigma0)
+    return QNetwork(torso=torso, head=module)
 
 
 class _Parts(NamedTuple):
@@ -203,15 +187,26 @@ class _Parts(NamedTuple):
     hparams: type
 
 
-def _apply(p: _Parts, params, obs, key, deterministic=False):
+def _apply(p: _Parts, params, obs, key, deterministic=False, role="online"):
+    """The network's output; ``role`` (``"act"``, ``"select"``, ``"target"``, ``"online"``)
+    picks the sample count of a sampling head (``ValueHead.samples``)."""
+    if p.head.samples is not None:
+        det = deterministic or not p.explore.noisy
+        kw = {"num_samples": p.head.samples[role]}
+        return p.network.apply(params, main_obs(obs), det, rngs={"noise": key}, **kw)
     if not p.explore.noisy or deterministic:
         return p.network.apply(params, main_obs(obs), deterministic=True)
     return p.network.apply(params, main_obs(obs), rngs={"noise": key})
 
 
+def _stochastic(p: _Parts) -> bool:
+    """Whether forward passes need a key: noisy nets or a sampling head (IQN)."""
+    return p.explore.noisy or p.head.samples is not None
+
+
 def _split(p: _Parts, key: jax.Array, n: int) -> list:
-    """``n`` keys for noisy forward passes; no PRNG work when the nets are not noisy."""
-    return list(jax.random.split(key, n)) if p.explore.noisy else [None] * n
+    """``n`` keys for stochastic forward passes; no PRNG work otherwise."""
+    return list(jax.random.split(key, n)) if _stochastic(p) else [None] * n
 
 
 def _priority(p: _Parts, state: QLearningState) -> PriorityParams | None:
@@ -226,7 +221,8 @@ def _epsilon(p: _Parts, state: QLearningState, explore: bool) -> jax.Array:
         return h.eval_epsilon
     if not p.explore.by_epsilon:
         return jnp.zeros((), jnp.float32)
-    return linear_schedule(h.epsilon_start, h.epsilon_end, p.cfg.epsilon_decay_steps)(state.step)
+    schedule = epsilon_schedule(p.cfg, h.epsilon_start, h.epsilon_end, p.spec.num_envs)
+    return schedule(state.step)
 
 
 def _init(p: _Parts, key: jax.Array) -> QLearningState:
@@ -258,8 +254,9 @@ def _init(p: _Parts, key: jax.Array) -> QLearningState:
 
 
 def _act(p: _Parts, state: QLearningState, obs, carry, key: jax.Array, explore: bool = True):
-    noise_key, key = jax.random.split(key) if p.explore.noisy else (None, key)
-    q = p.head.q_values(_apply(p, state.params, obs, noise_key, deterministic=not explore))
+    noise_key, key = jax.random.split(key) if _stochastic(p) else (None, key)
+    out = _apply(p, state.params, obs, noise_key, deterministic=not explore, role="act")
+    q = p.head.q_values(out)
     action = masked_epsilon_greedy(key, q, _epsilon(p, state, explore), action_mask(obs))
     return action, carry, {}
 
@@ -272,18 +269,23 @@ def _targets(p: _Parts, state: QLearningState, params, batch: Transition, keys):
     nstep = n_step_bootstrap(reward, batch.terminated, batch.truncated, state.hparams.gamma)
     rows = jnp.arange(reward.shape[0])
     bootstrap_obs = jax.tree.map(lambda x: x[rows, nstep.bootstrap_index], batch.next_obs)
-    next_target = _apply(p, state.target_params, bootstrap_obs, keys[0])
+    next_target = _apply(p, state.target_params, bootstrap_obs, keys[0], role="target")
     next_select = None
     if p.cfg.double:
-        next_select = p.head.q_values(_apply(p, params, bootstrap_obs, keys[1]))
+        next_select = p.head.q_values(_apply(p, params, bootstrap_obs, keys[1], role="select"))
     mask = action_mask(bootstrap_obs)
-    return p.head.target(next_target, next_select, mask, nstep.reward_sum, nstep.bootstrap_discount)
+    reward_sum = nstep.reward_sum
+    if p.head.bonus is not None:
+        obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
+        current = _apply(p, state.target_params, obs, keys[0], role="target")
+        reward_sum = reward_sum + p.head.bonus(current, batch.action[:, 0], action_mask(obs))
+    return p.head.target(next_target, next_select, mask, reward_sum, nstep.bootstrap_discount)
 
 
 def _loss(p: _Parts, params, batch: Transition, target, weights, key):
     rows = jnp.arange(batch.action.shape[0])
     obs = jax.tree.map(lambda x: x[:, 0], batch.obs)
-    online = _apply(p, params, obs, key)[rows, batch.action[:, 0]]
+    online = jax.tree.map(lambda x: x[rows, batch.action[:, 0]], _apply(p, params, obs, key))
     losses, priorities = p.head.loss(online, target)
     q_taken = p.head.q_values(online)
     return (weights * losses).mean(), (jax.lax.stop_gradient(priorities), q_taken.mean())
@@ -295,8 +297,8 @@ def _gradient_step(p: _Parts, state: QLearningState, carry, key):
     ``state`` so that it is not threaded (and copied) through the loop."""
     params, opt_state, buffer_state = carry
     prioritized = p.prioritization is not None
-    noisy = p.explore.noisy
-    sample_key, *noise_keys = [key, *_split(p, key, 3)] if noisy else [key, None, None, None]
+    stochastic = _stochastic(p)
+    sample_key, *noise_keys = [key, *_split(p, key, 3)] if stochastic else [key, None, None, None]
     sample = p.buffer.sample(buffer_state if prioritized else state.buffer, sample_key)
     batch = sample.experience
     target = _targets(p, state, params, batch, noise_keys[:2])
@@ -315,7 +317,8 @@ def _gradient_step(p: _Parts, state: QLearningState, carry, key):
             buffer_state, sample.indices, priorities, _priority(p, state)
         )
     updates, opt_state = p.optimizer.update(grads, opt_state, params)
-    updates = jax.tree.map(lambda u: -state.hparams.lr * u, updates)
+    lr = scheduled_lr(p.cfg, state.hparams.lr, state.step)
+    updates = jax.tree.map(lambda u: -lr * u, updates)
     params = optax.apply_updates(params, updates)
     return (params, opt_state, buffer_state), (loss, q_mean)
 
@@ -381,7 +384,7 @@ def make_q_agent(
         head=head,
         buffer=buffer,
         network=make_network(spec, cfg, head, exploration),
-        optimizer=optax.chain(*clip, optax.scale_by_adam(eps=cfg.adam_eps)),
+        optimizer=optax.chain(*clip, scale_transform(cfg, cfg.adam_eps)),
         explore=exploration,
         prioritization=prioritization,
         hparams=QHparams if prioritization is None else PrioritizedHparams,

@@ -28,7 +28,7 @@ from jaxrl.agents.q_learning import (
     make_q_agent,
     make_replay,
 )
-from jaxrl.agents.value_heads import ValueHead, categorical_head, expected_value_head
+from jaxrl.agents.value_heads import ValueHead, categorical_head
 from jaxrl.networks import QNetwork
 from jaxrl.types import Agent, EnvSpec
 from jaxrl.validation import build_config, option
@@ -45,6 +45,8 @@ class RainbowConfig(QLearningConfig):
     Attributes:
       noisy: noisy linear layers in the head (exploration by parameter noise).
       sigma0: initial noise scale of noisy layers (RLHive's ``std_init``), 0.5.
+      noisy_torso: noisy layers in the MLP torso too (needs ``noisy``; off in Rainbow,
+        whose noisy layers are the head's).
       use_eps_greedy: also act epsilon-greedily when ``noisy`` (RLHive's flag); without
         ``noisy`` epsilon-greedy is always used.
       double: double-Q action selection by the online network.
@@ -67,7 +69,9 @@ class RainbowConfig(QLearningConfig):
         32 pixels, the Nature DQN CNN for larger ones), ``"mlp"``, ``"nature"`` (Mnih et
         al. 2015), ``"impala"`` (Espeholt et al. 2018) or ``"minatar"`` (Young & Tian
         2019); see ``networks.make_torso``.
-      loss: TD loss when not distributional: ``"huber"`` or ``"mse"``.
+      loss: TD loss when not distributional: ``"huber"``, ``"mse"`` or ``"hl_gauss"``
+        (the histogram loss with ``min_value``, ``max_value``, ``num_bins``, ``sigma``;
+        see ``DQNConfig``).
       lr, adam_eps: Adam (6.25e-5, 1.5e-4).
       gamma: discount (0.99).
       buffer_size, batch_size: replay capacity in transitions (1M) and minibatch (32).
@@ -84,6 +88,7 @@ class RainbowConfig(QLearningConfig):
 
     noisy: bool = True
     sigma0: float = option(0.5, ge=0)
+    noisy_torso: bool = False
     use_eps_greedy: bool = False
     double: bool = True
     dueling: bool = True
@@ -113,18 +118,23 @@ class RainbowConfig(QLearningConfig):
         super().__post_init__()
         if self.distributional and (self.num_atoms < 2 or not self.v_min < self.v_max):
             raise ValueError("distributional needs num_atoms >= 2 and v_min < v_max")
+        if self.noisy_torso and not self.noisy:
+            raise ValueError("noisy_torso needs noisy true (noisy layers are sampled only then)")
+        if self.distributional and self.loss == "hl_gauss":
+            raise ValueError("loss hl_gauss needs distributional false (C51 is its own loss)")
 
 
 def make_head(cfg: RainbowConfig) -> ValueHead:
-    """C51 when ``distributional``, else one expected value per action."""
+    """C51 when ``distributional``, else ``cfg.loss``'s head (one expected value per
+    action, or HL-Gauss)."""
     if cfg.distributional:
         return categorical_head(cfg.v_min, cfg.v_max, cfg.num_atoms)
-    return expected_value_head(cfg.loss)
+    return q_learning.scalar_head(cfg)
 
 
 def exploration(cfg: RainbowConfig) -> Exploration:
     """Noisy nets when ``noisy``; epsilon-greedy unless noisy without ``use_eps_greedy``."""
-    return Exploration(cfg.noisy, cfg.sigma0, cfg.use_eps_greedy or not cfg.noisy)
+    return Exploration(cfg.noisy, cfg.sigma0, cfg.use_eps_greedy or not cfg.noisy, cfg.noisy_torso)
 
 
 def make_network(spec: EnvSpec, cfg: RainbowConfig) -> QNetwork:

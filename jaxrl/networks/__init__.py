@@ -2,7 +2,13 @@
 convolution layer of the torsos (``conv``: its backward pass chosen by backend)."""
 
 from jaxrl.networks.conv import Conv, canonical_backward_default, conv2d
-from jaxrl.networks.heads import CategoricalHead, DuelingCategoricalHead, DuelingHead, QHead
+from jaxrl.networks.heads import (
+    CategoricalHead,
+    DuelingCategoricalHead,
+    DuelingHead,
+    ImplicitQuantileHead,
+    QHead,
+)
 from jaxrl.networks.noisy import NoisyLinear, dense, factorized_noise
 from jaxrl.networks.policies import ActorCritic
 from jaxrl.networks.torsos import (
@@ -33,6 +39,7 @@ __all__ = [
     "CategoricalHead",
     "DuelingCategoricalHead",
     "DuelingHead",
+    "ImplicitQuantileHead",
     "NoisyLinear",
     "QHead",
     "QNetwork",

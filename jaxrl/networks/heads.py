@@ -13,8 +13,10 @@ from collections.abc import Callable
 
 import flax.linen as nn
 import jax
+import jax.numpy as jnp
 
 from jaxrl.networks.noisy import dense
+from jaxrl.ops.quantile import cosine_embedding
 
 Array = jax.Array
 
@@ -130,3 +132,42 @@ class DuelingCategoricalHead(nn.Module):
         value = value.reshape(*value.shape[:-1], 1, k)
         advantage = advantage.reshape(*advantage.shape[:-1], n_a, k)
         return value + advantage - advantage.mean(axis=-2, keepdims=True)
+
+
+class ImplicitQuantileHead(nn.Module):
+    r"""IQN's head (Dabney et al. 2018b, "Implicit Quantile Networks for Distributional
+    Reinforcement Learning", ICML, eq. 4 and sec. 3.1; as Dopamine's IQN network).
+
+    For features :math:`\psi(x)` ``[..., F]`` it draws ``num_samples`` fractions
+    :math:`\tau \sim U[0, 1]` per batch element from the ``"noise"`` rng stream, embeds
+    them as :math:`\phi(\tau) = \mathrm{ReLU}(W \cos(\pi i \tau) + b)`, ``i = 1..n``
+    (``ops.cosine_embedding``, ``n = embedding_dim``, ``W`` of ``F`` outputs), and returns
+    the quantile values :math:`Z_\tau(x, a) = f(\psi(x) \odot \phi(\tau))_a` with ``f``
+    one linear layer: ``{"quantiles": [..., num_actions, num_samples], "taus": the same
+    shape}`` (the fractions, broadcast over actions). The embedding layer is
+    ``Dense_0``; ``f`` is ``Dense_1`` (``NoisyLinear_0`` with ``noisy``).
+    """
+
+    num_actions: int
+    embedding_dim: int = 64
+    noisy: bool = False
+    sigma0: float = 0.5
+
+    @nn.compact
+    def __call__(
+        self, features: Array, num_samples: int = 1, deterministic: bool = False
+    ) -> dict[str, Array]:
+        batch = features.shape[:-1]
+        taus = jax.random.uniform(self.make_rng("noise"), (*batch, num_samples))
+        embedding = nn.relu(
+            nn.Dense(features.shape[-1])(cosine_embedding(taus, self.embedding_dim))
+        )
+        hidden = features[..., None, :] * embedding  # [..., num_samples, F]
+        layer = dense(
+            self.num_actions, noisy=self.noisy, sigma0=self.sigma0, deterministic=deterministic
+        )
+        quantiles = jnp.swapaxes(layer(hidden), -1, -2)  # [..., num_actions, num_samples]
+        return {
+            "quantiles": quantiles,
+            "taus": jnp.broadcast_to(taus[..., None, :], quantiles.shape),
+        }

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -32,12 +33,15 @@ class MLP(nn.Module):
     With ``noisy`` every layer is a ``NoisyLinear`` (Fortunato et al. 2018) named
     ``NoisyLinear_<i>`` instead of ``Dense_<i>``; ``apply`` then needs
     ``rngs={"noise": key}`` unless called with ``deterministic=True`` (mean weights).
+    With ``layer_norm`` each layer's output is normalized (``LayerNorm_<i>``, Ba et al.
+    2016) before its ReLU, as in PQN (Gallici et al. 2024).
     """
 
     hidden_sizes: Sequence[int]
     obs_ndim: int = 1
     noisy: bool = False
     sigma0: float = 0.5
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array, deterministic: bool = False) -> jax.Array:
@@ -45,7 +49,8 @@ class MLP(nn.Module):
         x = x.reshape(x.shape[: x.ndim - self.obs_ndim] + (-1,))
         for size in self.hidden_sizes:
             layer = dense(size, noisy=self.noisy, sigma0=self.sigma0, deterministic=deterministic)
-            x = nn.relu(layer(x))
+            x = layer(x)
+            x = nn.relu(nn.LayerNorm()(x) if self.layer_norm else x)
         return x
 
 
@@ -226,16 +231,18 @@ class QNetwork(nn.Module):
     network with noisy layers can be evaluated with its mean weights:
     ``net.apply(params, obs, deterministic=True)``; a noisy network otherwise needs
     ``rngs={"noise": key}``.
+
+    Further keyword arguments go to the head (IQN's ``num_samples``).
     """
 
     torso: nn.Module
     head: nn.Module
 
     @nn.compact
-    def __call__(self, obs: jax.Array, deterministic: bool = False) -> jax.Array:
+    def __call__(self, obs: jax.Array, deterministic: bool = False, **head_kwargs) -> Any:
         if deterministic:
             torso_kw = {"deterministic": True} if _accepts_deterministic(self.torso) else {}
             head_kw = {"deterministic": True} if _accepts_deterministic(self.head) else {}
         else:
             torso_kw, head_kw = {}, {}
-        return self.head(self.torso(obs, **torso_kw), **head_kw)
+        return self.head(self.torso(obs, **torso_kw), **head_kw, **head_kwargs)

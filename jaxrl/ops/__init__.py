@@ -10,7 +10,8 @@ from jaxrl.ops.distributional import (
     categorical_support,
     categorical_td_loss,
 )
-from jaxrl.ops.exploration import epsilon_greedy
+from jaxrl.ops.exploration import epsilon_greedy, masked_epsilon_greedy
+from jaxrl.ops.hl_gauss import hl_gauss_centers, hl_gauss_edges, hl_gauss_loss, hl_gauss_target
 from jaxrl.ops.losses import huber_loss, l2_loss
 from jaxrl.ops.policy_gradient import (
     normalize_advantages,
@@ -19,9 +20,19 @@ from jaxrl.ops.policy_gradient import (
     value_loss,
 )
 from jaxrl.ops.prioritized import importance_weights
-from jaxrl.ops.q_learning import q_learning_td_error
-from jaxrl.ops.returns import NStepTarget, gae, n_step_bootstrap
-from jaxrl.ops.schedules import linear_schedule
+from jaxrl.ops.q_learning import (
+    munchausen_bonus,
+    munchausen_target,
+    q_learning_td_error,
+    soft_bootstrap_value,
+)
+from jaxrl.ops.quantile import cosine_embedding, quantile_huber_loss, quantile_midpoints
+from jaxrl.ops.returns import NStepTarget, gae, n_step_bootstrap, q_lambda_returns
+from jaxrl.ops.schedules import (
+    exponential_schedule,
+    linear_schedule,
+    piecewise_linear_schedule,
+)
 from jaxrl.ops.targets import soft_update
 from jaxrl.ops.vtrace import VTraceOutput, vtrace
 
@@ -32,17 +43,31 @@ __all__ = [
     "categorical_support",
     "categorical_td_loss",
     "NStepTarget",
+    "cosine_embedding",
     "epsilon_greedy",
+    "exponential_schedule",
     "gae",
+    "hl_gauss_centers",
+    "hl_gauss_edges",
+    "hl_gauss_loss",
+    "hl_gauss_target",
     "huber_loss",
     "importance_weights",
     "l2_loss",
     "linear_schedule",
+    "masked_epsilon_greedy",
+    "munchausen_bonus",
+    "munchausen_target",
     "n_step_bootstrap",
     "normalize_advantages",
+    "piecewise_linear_schedule",
     "policy_gradient_loss",
     "ppo_clip_loss",
+    "q_lambda_returns",
     "q_learning_td_error",
+    "quantile_huber_loss",
+    "quantile_midpoints",
+    "soft_bootstrap_value",
     "soft_update",
     "value_loss",
     "VTraceOutput",

@@ -6,6 +6,8 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from jaxrl.types import masked_argmax
+
 Array = jax.Array
 
 
@@ -33,3 +35,18 @@ def epsilon_greedy(key: jax.Array, q_values: ArrayLike, epsilon: ArrayLike) -> A
     random_actions = jax.random.randint(action_key, batch_shape, 0, num_actions, jnp.int32)
     greedy_actions = jnp.argmax(q_values, axis=-1).astype(jnp.int32)
     return jnp.where(explore, random_actions, greedy_actions)
+
+
+def masked_epsilon_greedy(
+    key: jax.Array, q_values: jax.Array, epsilon: jax.Array, mask: jax.Array | None
+) -> jax.Array:
+    """``ops.epsilon_greedy`` among legal actions: the random action is uniform over the
+    legal ones, the greedy one the best legal one. ``mask`` None: exactly
+    ``ops.epsilon_greedy`` (same keys, same draws)."""
+    if mask is None:
+        return epsilon_greedy(key, q_values, epsilon)
+    explore_key, action_key = jax.random.split(key)
+    explore = jax.random.uniform(explore_key, q_values.shape[:-1]) < epsilon
+    logits = jnp.where(mask, 0.0, -jnp.inf)
+    random_actions = jax.random.categorical(action_key, logits).astype(jnp.int32)
+    return jnp.where(explore, random_actions, masked_argmax(q_values, mask))

@@ -175,3 +175,51 @@ def gae(
         step, jnp.zeros_like(deltas[0]), (deltas, carry_coef), reverse=True
     )
     return advantages, advantages + values
+
+
+def q_lambda_returns(
+    rewards: ArrayLike,
+    next_values: ArrayLike,
+    terminated: ArrayLike,
+    truncated: ArrayLike,
+    discount: ArrayLike,
+    q_lambda: ArrayLike,
+) -> Array:
+    r"""Peng's Q(lambda) returns over a time-major rollout, as PQN regresses on (Gallici et
+    al. 2024, "Simplifying Deep Temporal Difference Learning", sec. 4 and Algorithm 1;
+    Peng & Williams 1996):
+
+    .. math::
+        G_t = r_t + \gamma (1 - \mathrm{terminated}_t)
+              \big[(1 - c_t)\, \max_a Q(s'_t, a) + c_t\, G_{t+1}\big],
+
+    with :math:`c_t = \lambda` while the episode goes on and :math:`c_t = 0` where it ended
+    after step ``t`` (terminated or truncated: a truncated step bootstraps from the max
+    Q of its true last observation) and at the rollout's last step. ``next_values`` are
+    :math:`\max_a Q(s'_t, a)` over the legal actions of the true next observations.
+
+    Args:
+      rewards, next_values: ``[T, ...]`` float.
+      terminated, truncated: ``[T, ...]`` bool.
+      discount: ``gamma``; q_lambda: ``lambda``; scalars (may be traced).
+
+    Returns:
+      ``[T, ...]`` float32 returns. One reverse ``lax.scan``.
+    """
+    rewards = jnp.asarray(rewards, jnp.float32)
+    next_values = jnp.asarray(next_values, jnp.float32)
+    terminated = jnp.asarray(terminated).astype(bool)
+    done = terminated | jnp.asarray(truncated).astype(bool)
+    discount = jnp.asarray(discount, jnp.float32)
+    coef = jnp.where(done, 0.0, jnp.asarray(q_lambda, jnp.float32))
+    coef = coef.at[-1].set(0.0)
+    bootstrap = jnp.where(terminated, 0.0, discount)
+
+    def step(next_return, inputs):
+        reward, next_value, c, gamma = inputs
+        ret = reward + gamma * ((1 - c) * next_value + c * next_return)
+        return ret, ret
+
+    inputs = (rewards, next_values, coef, bootstrap)
+    _, returns = jax.lax.scan(step, jnp.zeros_like(rewards[0]), inputs, reverse=True)
+    return returns

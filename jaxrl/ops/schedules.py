@@ -1,4 +1,5 @@
-"""Step-indexed schedules for hyperparameters such as the exploration rate epsilon."""
+"""Step-indexed schedules for hyperparameters such as the exploration rate epsilon:
+linear, exponential (multiplicative) and piecewise linear."""
 
 from __future__ import annotations
 
@@ -64,5 +65,49 @@ def linear_schedule(
         else:
             frac = jnp.clip(t, 0, transition_steps).astype(dtype) / transition_steps
         return (1 - frac) * init.astype(dtype) + frac * end.astype(dtype)
+
+    return schedule
+
+
+def exponential_schedule(
+    init_value: ArrayLike, end_value: ArrayLike, decay: ArrayLike, steps_per_decay: int = 1
+) -> Callable[[ArrayLike], Array]:
+    r"""Multiplicative decay with a floor: :math:`v(t) = \max(E,\ I\, d^{\,t / s})`.
+
+    With ``s = steps_per_decay`` the value is multiplied by ``d = decay`` once per ``s``
+    steps: machin's ``epsilon_decay`` (epsilon multiplied by it at every batched acting
+    call, ``s`` = the number of parallel envs when ``t`` counts env steps). ``I``, ``E`` and
+    ``d`` may be traced; ``s`` is a static int ``>= 1``. Returns ``schedule(step)`` in
+    float32.
+    """
+    if isinstance(steps_per_decay, bool) or not isinstance(steps_per_decay, int):
+        raise ValueError(f"steps_per_decay must be a Python int >= 1, got {steps_per_decay!r}")
+    if steps_per_decay < 1:
+        raise ValueError(f"steps_per_decay must be a Python int >= 1, got {steps_per_decay!r}")
+
+    def schedule(step: ArrayLike) -> Array:
+        t = jnp.asarray(step, jnp.float32) / steps_per_decay
+        value = jnp.asarray(init_value, jnp.float32) * jnp.asarray(decay, jnp.float32) ** t
+        return jnp.maximum(jnp.asarray(end_value, jnp.float32), value)
+
+    return schedule
+
+
+def piecewise_linear_schedule(
+    boundaries: tuple[int, ...], values: tuple[float, ...]
+) -> Callable[[ArrayLike], Array]:
+    r"""Linear interpolation through the points ``(boundaries[i], values[i])``, constant
+    before the first and after the last (``np.interp``; OpenAI Baselines'
+    ``PiecewiseSchedule``). ``boundaries`` strictly increasing, as many as ``values``
+    (else ``ValueError``). Returns ``schedule(step)`` in float32."""
+    if len(boundaries) != len(values) or not boundaries:
+        raise ValueError(f"need as many boundaries as values, at least one: {boundaries}, {values}")
+    if any(b >= c for b, c in zip(boundaries, boundaries[1:], strict=False)):
+        raise ValueError(f"boundaries must be strictly increasing, got {list(boundaries)}")
+    xs = jnp.asarray(boundaries, jnp.float32)
+    ys = jnp.asarray(values, jnp.float32)
+
+    def schedule(step: ArrayLike) -> Array:
+        return jnp.interp(jnp.asarray(step, jnp.float32), xs, ys)
 
     return schedule

@@ -1,6 +1,6 @@
-"""Legal-action masks in DQN and Rainbow: with a mask leaving exactly one legal action,
-greedy, epsilon-greedy and noisy acting pick it, and bootstrap targets (max, double-Q,
-C51) use only it (against NumPy references)."""
+"""Legal-action masks in DQN, Rainbow, IQN and M-DQN: with a mask
+leaving exactly one legal action, greedy, epsilon-greedy and noisy acting pick it, and
+bootstrap targets (max, double-Q, C51) use only it (against NumPy references)."""
 
 import jax
 import jax.numpy as jnp
@@ -35,6 +35,10 @@ CONFIGS = {
     "rainbow_noisy": ("rainbow", {}),
     "rainbow_noisy_eps": ("rainbow", dict(use_eps_greedy=True)),
     "rainbow_eps_expected": ("rainbow", dict(noisy=False, distributional=False)),
+    # The sampling head (its own forward pass) and the Munchausen bonus (the first
+    # observation's mask); QR-DQN's and HL-Gauss's targets: tests/agents/test_value_family.py.
+    "iqn": ("iqn", dict(num_tau_samples=4, num_tau_prime_samples=4, num_quantile_samples=4)),
+    "mdqn": ("mdqn", {}),
 }
 
 

@@ -183,3 +183,19 @@ def test_image_observations_use_compact_storage_and_the_nature_cnn(prioritized):
         .buffer.__class__.__name__
         != state.buffer.__class__.__name__
     )
+
+
+def test_noisy_torso_puts_noisy_layers_in_the_mlp():
+    from jaxrl.types import ConfigError
+
+    cfg = RainbowConfig(**TINY | dict(noisy=True, noisy_torso=True, distributional=False))
+    net = make_network(spec(), cfg)
+    obs = jnp.ones((3, 4))
+    keys = {"params": jax.random.PRNGKey(0), "noise": jax.random.PRNGKey(1)}
+    params = jax.jit(net.init)(keys, obs)
+    assert set(params["params"]["torso"]) == {"NoisyLinear_0"}
+    torso_params = {"params": params["params"]["torso"]}
+    noisy = jax.jit(lambda key: net.torso.apply(torso_params, obs, rngs={"noise": key}))
+    assert not np.allclose(noisy(jax.random.PRNGKey(2)), noisy(jax.random.PRNGKey(3)))
+    with pytest.raises(ConfigError, match="noisy_torso needs noisy true"):
+        agents.make("rainbow", spec(), **TINY | dict(noisy=False, noisy_torso=True))

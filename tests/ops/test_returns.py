@@ -167,3 +167,31 @@ def test_gae_with_lambda_one_and_no_ends_is_the_discounted_return_minus_value():
     for t in reversed(range(6)):
         g.insert(0, r[t, 0] + 0.9 * g[0])
     np.testing.assert_allclose(ret[:, 0], g[:6], rtol=1e-5)
+
+
+def test_q_lambda_returns_match_numpy():
+    from jaxrl.ops import q_lambda_returns
+
+    rng = np.random.default_rng(7)
+    T, N, gamma, lam = 6, 3, 0.9, 0.7
+    r = rng.normal(size=(T, N)).astype(np.float32)
+    nq = rng.normal(size=(T, N)).astype(np.float32)
+    term = np.zeros((T, N), bool)
+    trunc = np.zeros((T, N), bool)
+    term[2, 0], trunc[3, 1], term[5, 2] = True, True, True
+    got = np.asarray(q_lambda_returns(r, nq, term, trunc, gamma, lam))
+    want = np.zeros((T, N))
+    for n in range(N):
+        for t in reversed(range(T)):
+            if term[t, n]:
+                want[t, n] = r[t, n]
+            elif trunc[t, n] or t == T - 1:
+                want[t, n] = r[t, n] + gamma * nq[t, n]
+            else:
+                want[t, n] = r[t, n] + gamma * ((1 - lam) * nq[t, n] + lam * want[t + 1, n])
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    # lambda 0 is the one-step Q-learning target everywhere.
+    one_step = r + gamma * np.where(term, 0.0, nq)
+    np.testing.assert_allclose(
+        q_lambda_returns(r, nq, term, trunc, gamma, 0.0), one_step, rtol=1e-5
+    )
