@@ -34,7 +34,12 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl.agents.optim import OptimizerOptions, scale_transform, scheduled_lr
+from jaxrl.agents.optim import (
+    OptimizerOptions,
+    clip_by_global_norm,
+    scale_transform,
+    scheduled_lr,
+)
 from jaxrl.buffers.rollout import RolloutBatch, flatten, shuffled_minibatches
 from jaxrl.networks.policies import ActorCritic
 from jaxrl.networks.torsos import torso_name
@@ -63,27 +68,6 @@ from jaxrl.types import (
 from jaxrl.validation import option
 
 Array = jax.Array
-
-
-def clip_by_global_norm(eps: float = 1e-6) -> optax.GradientTransformationExtraArgs:
-    """Scales the gradients by ``min(1, max_norm / (global_norm + eps))``, ``max_norm``
-    given to ``update`` as the keyword ``max_norm`` (a traced value from ``state.hparams``,
-    so that a sweep can vmap over it; ``inf`` turns clipping off).
-
-    ``optax.clip_by_global_norm`` computes the same global norm but scales by
-    ``(g / norm) * max_norm`` where ``norm >= max_norm`` (and takes ``max_norm`` when the
-    transform is built): the results differ in the last bits and by ``eps``, so this keeps
-    the OpenAI baselines' / CleanRL's formula that jaxrl's PPO has always used; chain it
-    like any optax transform (``make_optimizer``)."""
-
-    def update(updates, state, params=None, *, max_norm, **extra_args):
-        del params, extra_args
-        leaves = jax.tree.leaves(updates)
-        norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in leaves))
-        scale = jnp.minimum(1.0, max_norm / (norm + eps))
-        return jax.tree.map(lambda g: g * scale, updates), state
-
-    return optax.GradientTransformationExtraArgs(lambda params: optax.EmptyState(), update)
 
 
 def make_optimizer(eps: float, cfg: OptimizerOptions | None = None) -> optax.GradientTransformation:

@@ -46,6 +46,7 @@ from collections.abc import Callable
 from typing import Literal
 
 import jax
+import jax.numpy as jnp
 import optax
 
 from jaxrl.ops import exponential_schedule, linear_schedule, piecewise_linear_schedule
@@ -163,3 +164,24 @@ def epsilon_schedule(cfg, start: jax.Array, end: jax.Array, num_envs: int) -> Sc
     if cfg.epsilon_schedule == "piecewise":
         return piecewise_linear_schedule(cfg.epsilon_boundaries, cfg.epsilon_values)
     return linear_schedule(start, end, cfg.epsilon_decay_steps)
+
+
+def clip_by_global_norm(eps: float = 1e-6) -> optax.GradientTransformationExtraArgs:
+    """Scales the gradients by ``min(1, max_norm / (global_norm + eps))``, ``max_norm``
+    given to ``update`` as the keyword ``max_norm`` (a traced value from ``state.hparams``,
+    so that a sweep can vmap over it; ``inf`` turns clipping off).
+
+    ``optax.clip_by_global_norm`` computes the same global norm but scales by
+    ``(g / norm) * max_norm`` where ``norm >= max_norm`` (and takes ``max_norm`` when the
+    transform is built): the results differ in the last bits and by ``eps``, so this keeps
+    the OpenAI baselines' / CleanRL's formula that jaxrl's PPO has always used; chain it
+    like any optax transform (``make_optimizer``)."""
+
+    def update(updates, state, params=None, *, max_norm, **extra_args):
+        del params, extra_args
+        leaves = jax.tree.leaves(updates)
+        norm = jnp.sqrt(sum(jnp.sum(jnp.square(g)) for g in leaves))
+        scale = jnp.minimum(1.0, max_norm / (norm + eps))
+        return jax.tree.map(lambda g: g * scale, updates), state
+
+    return optax.GradientTransformationExtraArgs(lambda params: optax.EmptyState(), update)

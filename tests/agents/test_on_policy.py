@@ -8,7 +8,8 @@ import optax
 import pytest
 
 from jaxrl import agents
-from jaxrl.agents.on_policy import clip_by_global_norm, make_optimizer, run_epochs
+from jaxrl.agents.on_policy import make_optimizer, run_epochs
+from jaxrl.agents.optim import clip_by_global_norm
 from jaxrl.types import ArraySpec, Discrete, EnvSpec, Transition
 
 A = 5  # actions
