@@ -1,0 +1,73 @@
+"""One run's envs over D devices (``runners/devices.py``) against one device: the same
+returns at equal env steps, and the speed of each.
+
+On a CPU the devices are fake (``--xla_force_host_platform_device_count``): they share the
+machine's cores, so the figure to read is the return (the same program up to the order of
+float sums), not a speed-up; on a GPU host, ``--devices`` counts real ones.
+
+    python benchmarks/devices.py --agent ppo --env MinAtar-Breakout --steps 100000 --devices 4
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--agent", default="ppo")
+    parser.add_argument("--env", default="MinAtar-Breakout")
+    parser.add_argument("--steps", type=int, default=100_000)
+    parser.add_argument("--devices", type=int, default=4)
+    parser.add_argument("--num-envs", type=int, default=8)
+    args = parser.parse_args()
+    os.environ.setdefault("XLA_FLAGS", f"--xla_force_host_platform_device_count={args.devices}")
+    import jax
+    import numpy as np
+
+    from jaxrl import agents, envs
+    from jaxrl.experiment.config import resolve
+    from jaxrl.runners import RunConfig, make_runner
+    from jaxrl.runners.devices import data_parallel, env_mesh
+
+    cfg = resolve(agent=args.agent, env=args.env, steps=args.steps, num_envs=args.num_envs)
+    run = RunConfig(**{**cfg["run"], "eval_every": 0, "stop_return": None})
+    env = envs.make(cfg["env"]["name"], num_envs=args.num_envs)
+    options = {k: v for k, v in cfg["agent"].items() if k != "name"}
+    agent = agents.make(args.agent, env.spec, **options)
+    runner = make_runner(agent, env, run)
+    print(
+        f"{args.agent} on {cfg['env']['name']}, {args.num_envs} envs, {run.steps} steps, "
+        f"jax {jax.__version__}, {len(jax.devices())} {jax.devices()[0].platform} devices"
+    )
+    print(f"{'devices':>7} {'compile s':>9} {'run s':>7} {'steps/s':>8} {'last-10% return':>16}")
+    for count in (1, args.devices):
+        r = (
+            runner
+            if count == 1
+            else data_parallel(runner, env_mesh(count, args.num_envs), args.num_envs)
+        )
+        t0 = time.perf_counter()
+        state = jax.jit(r.init)(jax.random.PRNGKey(0))
+        chunk = jax.jit(r.run_chunk).lower(state).compile()
+        t1 = time.perf_counter()
+        returns, episodes = [], []
+        for _ in range(runner.num_chunks):
+            state, metrics = chunk(state)
+            returns.append(float(np.sum(metrics["episode_return_sum"])))
+            episodes.append(float(np.sum(metrics["episodes"])))
+        t2 = time.perf_counter()
+        tail = max(1, len(returns) // 10)
+        final = sum(returns[-tail:]) / max(1.0, sum(episodes[-tail:]))
+        steps = runner.num_chunks * runner.layout.steps_per_chunk
+        print(
+            f"{count:>7} {t1 - t0:>9.1f} {t2 - t1:>7.1f} {steps / (t2 - t1):>8.0f} {final:>16.2f}"
+        )
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
