@@ -164,17 +164,22 @@ def gae(
     discount = jnp.asarray(discount, jnp.float32)
     gae_lambda = jnp.asarray(gae_lambda, jnp.float32)
     deltas = rewards + discount * jnp.where(terminated, 0.0, next_values) - values
-    carry_coef = jnp.where(done, 0.0, discount * gae_lambda)
-
-    def step(next_advantage, inputs):
-        delta, coef = inputs
-        advantage = delta + coef * next_advantage
-        return advantage, advantage
-
-    _, advantages = jax.lax.scan(
-        step, jnp.zeros_like(deltas[0]), (deltas, carry_coef), reverse=True
-    )
+    advantages = reverse_accumulate(deltas, jnp.where(done, 0.0, discount * gae_lambda))
     return advantages, advantages + values
+
+
+def reverse_accumulate(deltas: Array, coefs: Array) -> Array:
+    """``x_t = deltas_t + coefs_t x_{t+1}`` backwards from ``x_T = 0``, over the leading
+    (time) axis of ``[T, ...]`` arrays: one reverse ``lax.scan``. GAE's advantages and
+    V-trace's ``v_s - V(x_s)`` (:mod:`jaxrl.ops.vtrace`) are this sum."""
+
+    def step(next_x, inputs):
+        delta, coef = inputs
+        x = delta + coef * next_x
+        return x, x
+
+    _, xs = jax.lax.scan(step, jnp.zeros_like(deltas[0]), (deltas, coefs), reverse=True)
+    return xs
 
 
 def q_lambda_returns(

@@ -38,6 +38,8 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from jaxrl.ops.returns import reverse_accumulate
+
 Array = jax.Array
 
 
@@ -88,15 +90,7 @@ def vtrace(
     clipped_rhos = jnp.minimum(rho_bar, rhos)
     cs = jnp.asarray(gae_lambda, jnp.float32) * jnp.minimum(c_bar, rhos)
     deltas = clipped_rhos * (rewards + discount * bootstrap - values)
-    carry_coef = jnp.where(done, 0.0, discount * cs)
-
-    def step(next_diff, inputs):
-        delta, coef = inputs
-        diff = delta + coef * next_diff
-        return diff, diff
-
-    _, diffs = jax.lax.scan(step, jnp.zeros_like(deltas[0]), (deltas, carry_coef), reverse=True)
-    vs = diffs + values
+    vs = reverse_accumulate(deltas, jnp.where(done, 0.0, discount * cs)) + values
     # v_{s+1} in A_s: the next step's target inside an episode, the bootstrap value at an
     # episode end or at the end of the rollout.
     next_vs = jnp.concatenate([vs[1:], bootstrap[-1:]], axis=0)
