@@ -188,6 +188,22 @@ def plot(lines: list[dict[str, Any]], metric: str, out: str | Path) -> None:
     plt.close(fig)
 
 
+def check_out(out: str) -> None:
+    """ConfigError unless ``out`` is an image file matplotlib writes, in an existing
+    directory (checked before any run is read)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    path = Path(out)
+    if not path.parent.is_dir():
+        raise ConfigError(f"--out '{out}': directory '{path.parent}' does not exist")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if path.suffix.lstrip(".").lower() not in formats:
+        raise ConfigError(
+            f"--out '{out}': unknown image type '{path.suffix}'; valid: "
+            + ", ".join(f".{f}" for f in sorted(formats))
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
 
@@ -201,6 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.add_argument("--out", default="curves.png", help="image file (curves.png)")
         parser.add_argument("--metric", default="episode_return", help="(episode_return)")
         args = parser.parse_args(argv)
+        check_out(args.out)
         lines = group_curves(load_curves(args.run_dirs, args.metric))
         plot(lines, args.metric, args.out)
     except ConfigError as e:

@@ -99,7 +99,7 @@ def test_run_directory_and_reproduction(tmp_path, capsys):
         (["--config", "missing.yaml"], "does not exist"),
         (["--steps", "many"], "--steps"),
         (["--agent.lr"], "needs a value"),
-        (["--agent.buffer_size", "4"], "capacity must be >= num_envs"),
+        (["--agent.buffer_size", "4"], "agent.buffer_size 4 must hold one rollout"),
         (["stray"], "unrecognized argument 'stray'"),
     ],
 )

@@ -67,7 +67,7 @@ class QLearningConfig(Options):
     """The options of every Q-learning agent, with DQN's defaults (``DQNConfig`` documents
     them; ``RainbowConfig`` overrides its own). Ranges are declared beside each field."""
 
-    hidden_sizes: tuple[int, ...] = option((120, 84), gt=0)
+    hidden_sizes: tuple[int, ...] = option((120, 84), gt=0, min_len=1)
     torso: Literal["auto", "mlp", "nature", "impala", "minatar"] = "auto"
     dueling: bool = False
     double: bool = False

@@ -40,12 +40,16 @@ class Launch:
       sweep: swept continuous hyperparameters ``{name: [values]}`` (``agent.name``).
       checkpoint_every: env steps between checkpoints (0: only at the end of the run).
       keep: checkpoints kept (the newest).
+      watchdog: seconds one chunk may run before the run is ended as wedged, with its
+        threads' stacks written (``guards.Watchdog``); 0 turns it off. The default, an
+        hour, is far above any chunk of a built-in preset (seconds on a CPU).
     """
 
     seeds: int = 1
     sweep: dict[str, list[float]] = dataclasses.field(default_factory=dict)
     checkpoint_every: int = 0
     keep: int = 3
+    watchdog: float = 3600.0
 
     def __post_init__(self):
         for flag, value, least in (
@@ -55,6 +59,8 @@ class Launch:
         ):
             if value < least:
                 raise ConfigError(f"{flag} must be >= {least}, got {value}")
+        if not self.watchdog >= 0 or self.watchdog == float("inf"):
+            raise ConfigError(f"--watchdog must be >= 0 seconds (0: off), got {self.watchdog}")
 
     @property
     def batched(self) -> bool:
@@ -184,9 +190,21 @@ def _check_sweep(cfg: dict[str, Any], launch: Launch, agent: Any) -> None:
             agents.resolve_config(name, {**agent_options, option: value})
 
 
+def _check_buffer(cfg: dict[str, Any], run_cfg: RunConfig) -> None:
+    """ConfigError unless a replay buffer holds at least one rollout of every env."""
+    size = cfg["agent"].get("buffer_size")
+    rollout = run_cfg.rollout_len * cfg["env"]["num_envs"]
+    if isinstance(size, int) and size < rollout:
+        raise ConfigError(
+            f"agent.buffer_size {size} must hold one rollout: >= run.rollout_len x "
+            f"env.num_envs = {run_cfg.rollout_len} x {cfg['env']['num_envs']} = {rollout}"
+        )
+
+
 def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     """Builds env, evaluation env, agent and runner; ConfigError for a bad sweep."""
     run_cfg = RunConfig(**cfg["run"])
+    _check_buffer(cfg, run_cfg)
     kwargs = env_kwargs(cfg)
     env = envs.make(cfg["env"]["name"], num_envs=cfg["env"]["num_envs"], **kwargs)
     eval_env = envs.make(cfg["env"]["name"], num_envs=run_cfg.eval_episodes, **kwargs)
