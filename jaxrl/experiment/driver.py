@@ -265,8 +265,8 @@ def drive(
     announce(setup, run_dir, console, restored)
     _, eval_key = setup.keys()
     state = driver.train(prepared.state, prepared.run_chunk)
-    requested = driver.signals.requested
-    if requested is not None:
+    requested, pos = driver.signals.requested, driver.position
+    if requested is not None and pos.chunk < driver.layout.num_chunks and pos.first_solved is None:
         report.write_summary(_summary(driver, prepared.compile_time, np.full(1, np.nan)), run_dir)
         name = signal.Signals(requested).name
         raise guards.Interrupted(
