@@ -91,7 +91,14 @@ def load_curves(run_dirs: Sequence[str | Path], metric: str) -> list[dict[str, A
             seed = row.get("seed", default_seed)
             key = (str(run_dir), seed, tuple(sorted(swept.items())))
             curve = curves.setdefault(
-                key, {"options": {**options, **swept}, "seed": seed, "step": [], "value": []}
+                key,
+                {
+                    "options": {**options, **swept},
+                    "seed": seed,
+                    "run": str(run_dir),
+                    "step": [],
+                    "value": [],
+                },
             )
             curve["step"].append(row["step"])
             value = row[metric]
@@ -116,6 +123,14 @@ def group_curves(curves: list[dict[str, Any]]) -> list[dict[str, Any]]:
         label = ", ".join(f"{k}={options.get(k)}" for k in varying)
         if not label:
             label = f"{options.get('agent.name')} on {options.get('env.name')}"
+        runs_of: dict[Any, str] = {}
+        for c in members:
+            if c["seed"] in runs_of:
+                raise ConfigError(
+                    f"seed {c['seed']} of {label} is in two runs ('{runs_of[c['seed']]}' and "
+                    f"'{c['run']}'); give one of them (a seed is counted once)"
+                )
+            runs_of[c["seed"]] = c["run"]
         steps = sorted(set.intersection(*(set(c["step"].tolist()) for c in members)))
         values = np.stack(
             [

@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -198,6 +199,7 @@ def load(
     except ConfigError:
         raise
     except Exception as e:  # noqa: BLE001 - any failure to read is a corrupt checkpoint
+        _quiet_abandoned_reads()
         raise Unreadable(f"{where} is unreadable ({_reason(e)}); it may be corrupt") from None
     finally:
         if manager is not None:
@@ -206,9 +208,27 @@ def load(
     return Checkpoint(step=step, state=state, meta=meta)
 
 
+def _quiet_abandoned_reads() -> None:
+    """Orbax leaves one coroutine per array of a failed restore whose exception is never
+    retrieved; Python prints each (a traceback of dozens of lines) when it is collected,
+    after the one-line error. Those are dropped: the failure is reported once, above."""
+    if getattr(sys.unraisablehook, "_jaxrl_quiet", False):
+        return
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        code = getattr(unraisable.object, "cr_code", None)
+        if code is not None and "orbax" in code.co_filename:
+            return
+        previous(unraisable)
+
+    hook._jaxrl_quiet = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
+
+
 def _reason(e: Exception) -> str:
     """A short reason for an unreadable checkpoint: the exception's type and first line."""
-    text = str(e).strip().splitlines()[0][:120] if str(e).strip() else ""
+    text = str(e).strip().split(". See full")[0].splitlines()[0][:120] if str(e).strip() else ""
     return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 

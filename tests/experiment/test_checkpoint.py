@@ -5,6 +5,8 @@ is a one-line error with exit code 2 that changes nothing."""
 
 import json
 import shutil
+import subprocess
+import sys
 
 import jax
 import numpy as np
@@ -178,6 +180,11 @@ def test_unreadable_newest_checkpoint_falls_back_and_says_so(tmp_path, straight,
     assert main(["--resume", str(straight), "--step", "768", "--steps", "512"]) == 2
     assert "below the 768 steps" in capsys.readouterr().err
     assert tree_bytes(broken) == saved
+    # A whole process: one line, none of Orbax's abandoned reads printed at exit.
+    argv = [sys.executable, "-m", "jaxrl.evaluate", str(broken), "--step", "1024"]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr[-2000:]
+    assert "is unreadable" in done.stderr
 
 
 def test_restored_agent_acts(straight):

@@ -433,3 +433,15 @@ def test_every_declared_range_is_checked_by_the_one_validation_path(where, cls):
                 build_config(cls, {name: []}, where)
         checked += 1
     assert checked >= min(5, len(field_types(cls)))
+
+
+def test_plot_refuses_a_seed_counted_twice(tmp_path, capsys):
+    """Item 16: a --seeds 3 run and a separate seed-0 run of the same config: seed 0 is
+    one seed, not two; the plot says which runs hold it instead of counting it twice."""
+    from tests.test_plot import write_run
+
+    rows = [{"step": s, "episode_return": 1.0, "seed": k} for s in (1, 2) for k in (0, 1, 2)]
+    write_run(tmp_path / "seeds3", 0, rows)
+    write_run(tmp_path / "seed0", 0, [{"step": s, "episode_return": 2.0} for s in (1, 2)])
+    assert plot.main([str(tmp_path / "seeds3"), str(tmp_path / "seed0")]) == 2
+    one_line_error(capsys, "seed 0 of dqn on CartPole-v1 is in two runs")
