@@ -142,3 +142,6 @@ def test_process_exit_code_and_help():
     names = ["dqn", "rainbow", "random", "CartPole-v1", "Acrobot-v1", "MountainCar-v0"]
     for name in [*names, "Pendulum-v1", "MountainCarContinuous-v0", "--agent.KEY"]:
         assert name in shown.stdout
+    # One line per env family (issue 13, item 12): not 104 Atari games; gym:ID is listed.
+    assert "104 games" in shown.stdout and "Pong" not in shown.stdout
+    assert "gym:ID" in shown.stdout and len(shown.stdout.splitlines()) < 70
