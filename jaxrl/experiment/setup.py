@@ -190,10 +190,18 @@ def _check_sweep(cfg: dict[str, Any], launch: Launch, agent: Any) -> None:
             agents.resolve_config(name, {**agent_options, option: value})
 
 
-def _check_buffer(cfg: dict[str, Any], run_cfg: RunConfig) -> None:
-    """ConfigError unless a replay buffer holds at least one rollout of every env."""
-    size = cfg["agent"].get("buffer_size")
+def _check_rollout(cfg: dict[str, Any], run_cfg: RunConfig) -> None:
+    """ConfigError unless a replay buffer holds at least one rollout of every env, and an
+    on-policy agent's rollout splits into its minibatches (the agent checks this too, but
+    only when its program is traced)."""
     rollout = run_cfg.rollout_len * cfg["env"]["num_envs"]
+    minibatches = cfg["agent"].get("num_minibatches")
+    if isinstance(minibatches, int) and minibatches > 0 and rollout % minibatches:
+        raise ConfigError(
+            f"agent '{cfg['agent']['name']}': rollout_len x num_envs = {rollout} is not "
+            f"divisible by num_minibatches = {minibatches}"
+        )
+    size = cfg["agent"].get("buffer_size")
     if isinstance(size, int) and size < rollout:
         raise ConfigError(
             f"agent.buffer_size {size} must hold one rollout: >= run.rollout_len x "
@@ -204,7 +212,7 @@ def _check_buffer(cfg: dict[str, Any], run_cfg: RunConfig) -> None:
 def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     """Builds env, evaluation env, agent and runner; ConfigError for a bad sweep."""
     run_cfg = RunConfig(**cfg["run"])
-    _check_buffer(cfg, run_cfg)
+    _check_rollout(cfg, run_cfg)
     kwargs = env_kwargs(cfg)
     env = envs.make(cfg["env"]["name"], num_envs=cfg["env"]["num_envs"], **kwargs)
     eval_env = envs.make(cfg["env"]["name"], num_envs=run_cfg.eval_episodes, **kwargs)

@@ -6,6 +6,7 @@ signal), the run-directory lock, resume's checks, suggestions and help."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -198,25 +199,36 @@ def test_guard_checks_the_agent_state_but_not_the_replay_buffer():
 
 
 def test_divergence_stops_with_exit_3_and_keeps_the_finite_checkpoints(tmp_path, capsys):
-    logdir = tmp_path / "runs"
-    argv = [*TINY, "--agent.learning_starts", "600", "--agent.lr", "1e30", "--steps", "2048"]
-    assert main([*argv, "--checkpoint-every", "256", "--keep", "1", "--logdir", str(logdir)]) == 3
-    err = one_line_error(capsys, "error: non-finite loss = inf at step ")
-    step = int(err.split(" at step ")[1].split(";")[0].replace(",", ""))
-    assert 600 <= step <= 768 and "last finite checkpoint is kept" in err  # learning began
-    (run,) = logdir.iterdir()
-    assert checkpoint_steps(run) == [512]  # --keep 1 kept the finite one, not a NaN one
-    assert not (run / "summary.yaml").exists()  # no "successful" summary
-    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in rows] == [256, 512, 768]
-
-    # A diverged checkpoint (as runs saved before the guard): evaluate refuses it.
-    from jaxrl.experiment.checkpoint import CheckpointWriter, load
+    from jaxrl.experiment.checkpoint import CHECKPOINT_DIR, CheckpointWriter, load
     from jaxrl.experiment.setup import build
 
+    # 512 finite steps of the tiny DQN of tests/test_train.py (its programs are cached) ...
+    logdir = tmp_path / "runs"
+    argv = [*TINY, "--steps", "512", "--checkpoint-every", "256", "--keep", "1"]
+    assert main([*argv, "--logdir", str(logdir)]) == 0
+    (run,) = logdir.iterdir()
+    # ... whose saved learning rate is then 1e30, as --agent.lr 1e30 would have made it (the
+    # learning rate is a hyperparameter in the state): the resumed run diverges at once.
     saved = load(run, build(run).saved_shape())
-    params = jax.tree.map(lambda x: x * np.nan, saved.state.agent_state.params)
-    diverged = saved.state.replace(agent_state=saved.state.agent_state.replace(params=params))
+    hparams = saved.state.agent_state.hparams
+    hparams = hparams.replace(lr=jnp.full_like(hparams.lr, 1e30))
+    agent_state = saved.state.agent_state.replace(hparams=hparams)
+    shutil.rmtree(run / CHECKPOINT_DIR / "512")
+    with CheckpointWriter(run, keep=1) as writer:
+        writer.save(512, saved.state.replace(agent_state=agent_state), saved.meta)
+    capsys.readouterr()
+    assert main(["--resume", str(run), "--steps", "2048"]) == 3
+    err = one_line_error(capsys, "error: non-finite ")
+    step = int(err.split(" at step ")[1].split(";")[0].replace(",", ""))
+    assert 512 < step <= 768 and "last finite checkpoint is kept" in err
+    assert checkpoint_steps(run) == [512]  # --keep 1 kept the finite one, not a NaN one
+    assert yaml.safe_load((run / "summary.yaml").read_text())["steps"] == 512  # no new one
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [256, 512, 768]  # the row that shows it is kept
+
+    # A diverged checkpoint (as runs saved before the guard): evaluate refuses it.
+    params = jax.tree.map(lambda x: x * np.nan, agent_state.params)
+    diverged = saved.state.replace(agent_state=agent_state.replace(params=params))
     with CheckpointWriter(run, keep=2) as writer:
         writer.save(1024, diverged, saved.meta)
     assert evaluate.main([str(run), "--episodes", "2"]) == 3
@@ -313,39 +325,41 @@ def test_agent_help_lists_options_with_defaults_and_meanings(capsys):
     assert len([line for line in out.splitlines() if line.startswith("  ")]) == 21
 
 
-def test_jaxrl_checkpoint_needs_no_import_of_its_own():
-    code = "import jaxrl; print(jaxrl.checkpoint.restore.__name__)"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout == "restore\n", done.stderr
+def test_jaxrl_checkpoint_needs_no_import_of_its_own(monkeypatch):
+    import jaxrl
+
+    monkeypatch.delattr(jaxrl, "checkpoint", raising=False)
+    monkeypatch.delitem(sys.modules, "jaxrl.checkpoint", raising=False)
+    assert jaxrl.checkpoint.restore.__name__ == "restore"  # README: import jaxrl; jaxrl.checkpoint
 
 
-STALL_SCRIPT = """
-import sys, time
-from jaxrl.experiment import driver
+def test_watchdog_ends_a_stalled_chunk_with_one_line_and_the_stacks(tmp_path, capsys, monkeypatch):
+    from jaxrl.experiment import driver
 
-def stalled_chunk(runner, state):  # a chunk that never returns, as a wedged program
-    def run_chunk(state):
-        while True:
-            time.sleep(0.01)
-    return run_chunk
+    exited = threading.Event()
+    codes = []
 
-driver.compile_chunk = stalled_chunk
-from jaxrl.train import main
-sys.exit(main(sys.argv[1:]))
-"""
+    def fake_exit(code):  # os._exit, which would end pytest too
+        codes.append(code)
+        exited.set()
 
+    def stalled_chunk(runner, state):  # a chunk that makes no progress, as a wedged program
+        def run_chunk(state):
+            exited.wait()
+            raise SystemExit(codes[0])
 
-def test_watchdog_ends_a_stalled_chunk_with_one_line_and_the_stacks(tmp_path):
+        return run_chunk
+
+    monkeypatch.setattr(guards.os, "_exit", fake_exit)
+    monkeypatch.setattr(driver, "compile_chunk", stalled_chunk)
     logdir = tmp_path / "runs"
-    argv = [*TINY, "--steps", "512", "--watchdog", "0.5", "--logdir", str(logdir)]
-    done = subprocess.run(
-        [sys.executable, "-c", STALL_SCRIPT, *argv], capture_output=True, text=True
-    )
-    assert done.returncode == guards.WEDGED_EXIT, done.stderr
+    with pytest.raises(SystemExit) as exit_:
+        main([*TINY, "--steps", "512", "--watchdog", "0.5", "--logdir", str(logdir)])
+    assert exit_.value.code == codes[0] == guards.WEDGED_EXIT
     (run,) = logdir.iterdir()
-    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
-    assert done.stderr.startswith("error: chunk 1 made no progress for ")
-    assert f"{run}/watchdog-stacks.txt" in done.stderr and f"--resume {run}" in done.stderr
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: chunk 1 made no progress for ")
+    assert f"{run}/watchdog-stacks.txt" in err and f"--resume {run}" in err
     stacks = (run / "watchdog-stacks.txt").read_text()
     assert "stalled for" in stacks and "in run_chunk" in stacks  # the stuck frame
 
