@@ -1,8 +1,10 @@
 """Guards of a training run between chunks: non-finite values and stop signals.
 
 * ``NonFiniteGuard`` checks, after every chunk, every floating-point array of the agent
-  state (parameters, target parameters, optimizer state, hyperparameters; the replay
-  buffer's stored experience is the env's and is left out) and every logged metric. A
+  state (parameters, target parameters, optimizer state, normalization statistics; the
+  replay buffer's stored experience is the env's and the hyperparameters are the
+  validated config's, infinite where that means "no clip", so both are left out) and
+  every logged metric. A
   metric of ``+-inf`` (NaN is the runners' "not computed this iteration", e.g. the loss
   before ``learning_starts``; a NaN loss makes the parameters NaN) or any non-finite
   array of the agent state raises ``NonFinite``: the driver stops
@@ -53,9 +55,11 @@ class Interrupted(Exception):
 
 
 def _checked(path: tuple) -> bool:
-    """Whether a leaf of the agent state is checked: not the replay buffer's contents."""
+    """Whether a leaf of the agent state is checked: not the replay buffer's contents, and
+    not the hyperparameters, set from the validated config and infinite where that is
+    their meaning (PPO's ``value_loss_clip`` when the config has None)."""
     names = [str(getattr(k, "name", getattr(k, "key", ""))) for k in path]
-    return "buffer" not in names
+    return "buffer" not in names and "hparams" not in names
 
 
 def _finite_flags(agent_state: Any) -> list[jax.Array]:

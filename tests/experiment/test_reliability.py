@@ -180,6 +180,7 @@ def test_guard_checks_the_agent_state_but_not_the_replay_buffer():
 
     state = {
         "buffer": ReplayState(data=jnp.full((3,), jnp.nan), position=jnp.int32(0), size=0),
+        "hparams": {"value_loss_clip": jnp.float32(jnp.inf)},  # "no clip", not divergence
         "params": {"w": jnp.ones((2, 2)), "b": jnp.array([0.0, jnp.nan])},
         "step": jnp.int32(3),
     }
@@ -188,6 +189,7 @@ def test_guard_checks_the_agent_state_but_not_the_replay_buffer():
         jax.tree_util.keystr(p)
         for p, x in flat
         if "buffer" not in jax.tree_util.keystr(p)
+        and "hparams" not in jax.tree_util.keystr(p)
         and np.issubdtype(np.asarray(x).dtype, np.floating)
         and not np.isfinite(np.asarray(x)).all()
     ]
