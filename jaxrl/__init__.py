@@ -9,3 +9,13 @@ from jaxrl import agents, envs, ops, runners, types
 
 __version__ = "0.1.0"
 __all__ = ["agents", "envs", "ops", "runners", "types"]
+
+
+def __getattr__(name: str):
+    """``jaxrl.checkpoint`` (``jaxrl.checkpoint.restore(run_dir)``) without importing it
+    first: it is imported on first use, as it pulls in Orbax and the experiment driver."""
+    if name == "checkpoint":
+        import importlib
+
+        return importlib.import_module("jaxrl.checkpoint")
+    raise AttributeError(f"module 'jaxrl' has no attribute '{name}'")

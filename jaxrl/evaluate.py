@@ -12,7 +12,8 @@ and prints the mean, standard deviation, minimum and maximum return (one line pe
 for seed and sweep runs). ``--video FILE`` records one episode with imageio
 (``pip install jaxrl[video]``) for environments that render (``jaxrl.envs.render``).
 A user's mistake (a missing run or checkpoint, a corrupt checkpoint) prints one line and
-exits with code 2.
+exits with code 2; an unreadable newest checkpoint is skipped for the newest readable one,
+and said; a checkpoint holding non-finite parameters is refused with exit code 3.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from jaxrl.experiment.guards import NONFINITE_EXIT, NonFinite
 from jaxrl.types import ConfigError, member_axes, take_member
 
 
@@ -129,18 +131,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         import numpy as np
 
         from jaxrl import envs
-        from jaxrl.checkpoint import restore
         from jaxrl.experiment.config import env_kwargs
-        from jaxrl.experiment.setup import read_launch
+        from jaxrl.experiment.guards import check_finite_state
+        from jaxrl.experiment.run import restore_checkpoint
 
-        agent, state, cfg = restore(args.run_dir, args.step)
-        launch = read_launch(args.run_dir)
+        setup, restored, skipped = restore_checkpoint(args.run_dir, args.step)
+        for line in skipped:
+            print(f"note: {line}; using checkpoint {restored.step}")
+        agent, state, cfg, launch = setup.agent, restored.state.agent_state, setup.cfg, setup.launch
+        check_finite_state(state, f"checkpoint {restored.step} of '{args.run_dir}'")
         state = with_epsilon(state, args.epsilon)
         env = envs.make(cfg["env"]["name"], num_envs=args.episodes, **env_kwargs(cfg))
         key = jax.random.PRNGKey(args.seed)
         returns = np.asarray(evaluate_returns(agent, state, env, key, launch.batched))
         policy = "greedy" if args.epsilon is None else f"epsilon {args.epsilon:g}"
-        print(f"{cfg['agent']['name']} on {cfg['env']['name']}, {args.episodes} episodes, {policy}")
+        print(
+            f"{cfg['agent']['name']} on {cfg['env']['name']}, checkpoint {restored.step:,}, "
+            f"{args.episodes} episodes, {policy}"
+        )
         members = launch.members(cfg["run"]["seed"]) if launch.batched else [{}]
         returns = returns if launch.batched else returns[None]
         for member, r in zip(members, returns, strict=True):
@@ -156,6 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except NonFinite as e:
+        print(f"error: {e}", file=sys.stderr)
+        return NONFINITE_EXIT
     return 0
 
 

@@ -91,7 +91,14 @@ def load_curves(run_dirs: Sequence[str | Path], metric: str) -> list[dict[str, A
             seed = row.get("seed", default_seed)
             key = (str(run_dir), seed, tuple(sorted(swept.items())))
             curve = curves.setdefault(
-                key, {"options": {**options, **swept}, "seed": seed, "step": [], "value": []}
+                key,
+                {
+                    "options": {**options, **swept},
+                    "seed": seed,
+                    "run": str(run_dir),
+                    "step": [],
+                    "value": [],
+                },
             )
             curve["step"].append(row["step"])
             value = row[metric]
@@ -116,6 +123,14 @@ def group_curves(curves: list[dict[str, Any]]) -> list[dict[str, Any]]:
         label = ", ".join(f"{k}={options.get(k)}" for k in varying)
         if not label:
             label = f"{options.get('agent.name')} on {options.get('env.name')}"
+        runs_of: dict[Any, str] = {}
+        for c in members:
+            if c["seed"] in runs_of:
+                raise ConfigError(
+                    f"seed {c['seed']} of {label} is in two runs ('{runs_of[c['seed']]}' and "
+                    f"'{c['run']}'); give one of them (a seed is counted once)"
+                )
+            runs_of[c["seed"]] = c["run"]
         steps = sorted(set.intersection(*(set(c["step"].tolist()) for c in members)))
         values = np.stack(
             [
@@ -191,6 +206,22 @@ def plot(lines: list[dict[str, Any]], metric: str, out: str | Path, center: str 
     plt.close(fig)
 
 
+def check_out(out: str) -> None:
+    """ConfigError unless ``out`` is an image file matplotlib writes, in an existing
+    directory (checked before any run is read)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    path = Path(out)
+    if not path.parent.is_dir():
+        raise ConfigError(f"--out '{out}': directory '{path.parent}' does not exist")
+    formats = FigureCanvasBase.get_supported_filetypes()
+    if path.suffix.lstrip(".").lower() not in formats:
+        raise ConfigError(
+            f"--out '{out}': unknown image type '{path.suffix}'; valid: "
+            + ", ".join(f".{f}" for f in sorted(formats))
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
 
@@ -204,6 +235,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.add_argument("--out", default="curves.png", help="image file (curves.png)")
         parser.add_argument("--metric", default="episode_return", help="(episode_return)")
         args = parser.parse_args(argv)
+        check_out(args.out)
         lines = group_curves(load_curves(args.run_dirs, args.metric))
         plot(lines, args.metric, args.out)
     except ConfigError as e:

@@ -13,7 +13,10 @@ Examples::
 
 Dotted overrides set any option: ``--agent.KEY VALUE``, ``--env.KEY VALUE`` and
 ``--run.KEY VALUE`` (``--agent.n_step 3``, ``--run.eval_every 20000``). A user's mistake
-prints one line on stderr and exits with code 2.
+prints one line on stderr and exits with code 2; a run whose loss, parameters or metrics
+become non-finite stops with one line and exit code 3 (its last finite checkpoint kept);
+SIGINT or SIGTERM stops after the current chunk with a checkpoint and exit code 130 or 143
+(a second one aborts at once).
 """
 
 from __future__ import annotations
@@ -23,10 +26,22 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from jaxrl.experiment.guards import NONFINITE_EXIT, Interrupted, NonFinite
 from jaxrl.types import ConfigError
 
 # What ``--resume`` takes besides the run directory; any other flag is an error.
-RESUME_MAY_CHANGE = ("help", "resume", "steps", "checkpoint_every", "keep", "logdir")
+RESUME_MAY_CHANGE = (
+    *("help", "resume", "step", "steps", "checkpoint_every", "keep", "logdir", "watchdog"),
+)
+
+
+class _Once(argparse.Action):
+    """Stores a flag's value, refusing the flag given twice (the last would win silently)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            raise ConfigError(f"{option_string} is given twice; give it once")
+        setattr(namespace, self.dest, values)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -35,24 +50,27 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _epilog() -> str:
-    from jaxrl import agents, envs
+    from jaxrl.experiment.helptext import epilog
 
-    lines = ["agents:"]
-    lines += [f"  {name:<24} {desc}" for name, desc in agents.available().items()]
-    lines += ["", "environments:"]
-    lines += [f"  {name:<24} {desc}" for name, desc in envs.available().items()]
-    lines += [
-        "",
-        "overrides: --agent.KEY VALUE, --env.KEY VALUE, --run.KEY VALUE "
-        "(e.g. --agent.lr 3e-4 --agent.n_step 3 --run.eval_every 20000)",
-        "a user's own agent or env: --agent package.module:factory, --env package.module:factory",
-    ]
-    return "\n".join(lines)
+    return epilog()
+
+
+def _agent_help_request(argv: Sequence[str]) -> str | None:
+    """The agent NAME of ``--agent NAME --help`` (or ``-h``), else None."""
+    if "--help" not in argv and "-h" not in argv:
+        return None
+    for i, token in enumerate(argv):
+        if token == "--agent" and i + 1 < len(argv):
+            return argv[i + 1]
+        if token.startswith("--agent="):
+            return token.partition("=")[2]
+    return None
 
 
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]:
     """Splits ``argv`` into the named flags and the dotted overrides."""
     from jaxrl.experiment.config import parse_override
+    from jaxrl.suggest import did_you_mean
 
     parser = _Parser(
         prog="python -m jaxrl.train",
@@ -61,15 +79,23 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--agent", help="agent name (default: dqn)")
-    parser.add_argument("--env", help="environment name (default: CartPole-v1)")
-    parser.add_argument("--config", metavar="FILE.yaml", help="experiment config file")
-    parser.add_argument("--steps", type=int, help="total environment steps")
-    parser.add_argument("--seed", type=int, help="random seed")
-    parser.add_argument("--num-envs", type=int, help="parallel environments")
+    parser.add_argument("--agent", action=_Once, help="agent name (default: dqn)")
+    parser.add_argument("--env", action=_Once, help="environment name (default: CartPole-v1)")
+    parser.add_argument(
+        "--config", action=_Once, metavar="FILE.yaml", help="experiment config file"
+    )
+    parser.add_argument("--steps", action=_Once, type=int, help="total environment steps")
+    parser.add_argument("--seed", action=_Once, type=int, help="random seed")
+    parser.add_argument("--num-envs", action=_Once, type=int, help="parallel environments")
     parser.add_argument("--logdir", default="runs", help="parent of run directories (runs)")
     parser.add_argument(
-        "--resume", metavar="RUN_DIR", help="continue RUN_DIR from its newest checkpoint"
+        "--resume",
+        action=_Once,
+        metavar="RUN_DIR",
+        help="continue RUN_DIR from its newest readable checkpoint",
+    )
+    parser.add_argument(
+        "--step", type=int, metavar="N", help="with --resume: continue from checkpoint N"
     )
     parser.add_argument(
         "--checkpoint-every",
@@ -78,6 +104,13 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         help="save a checkpoint every N env steps (default 0: only at the end)",
     )
     parser.add_argument("--keep", type=int, metavar="K", help="checkpoints kept (default 3)")
+    parser.add_argument(
+        "--watchdog",
+        type=float,
+        metavar="SECONDS",
+        help="end the run (exit 4, stacks written) when one chunk runs longer (default "
+        "3600; 0: off)",
+    )
     parser.add_argument(
         "--seeds", type=int, metavar="K", help="train K seeds (seed, seed+1, ...) as one program"
     )
@@ -105,6 +138,12 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         help="loggers besides metrics.jsonl/csv, comma-separated: tensorboard, wandb "
         "(default tensorboard)",
     )
+    agent_help = _agent_help_request(argv)
+    if agent_help is not None:
+        from jaxrl.experiment.helptext import agent_help as text
+
+        print(text(agent_help))
+        raise SystemExit(0)
     args, rest = parser.parse_known_args(argv)
     args.fixed_by_resume = [  # the flags a resume may not change, in --help's order
         action.option_strings[0]
@@ -118,8 +157,11 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
     while i < len(rest):
         token = rest[i]
         if not token.startswith("--") or "." not in token:
+            flags = [s for a in parser._actions for s in a.option_strings if s.startswith("--")]
+            hint = did_you_mean(token.partition("=")[0], flags)
             raise ConfigError(
-                f"unrecognized argument '{token}'; see --help (overrides look like --agent.lr 3e-4)"
+                f"unrecognized argument '{token}'{hint}; see --help (overrides look like "
+                "--agent.lr 3e-4)"
             )
         key, eq, value = token[2:].partition("=")
         if not eq:
@@ -161,15 +203,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 what = given[0] if given else f"--{next(iter(overrides))}"
                 raise ConfigError(
                     f"--resume continues a run with its saved config; {what} cannot be "
-                    "changed (only --steps, --checkpoint-every and --keep)"
+                    "changed (only --steps, --step, --checkpoint-every, --keep and --watchdog)"
                 )
             resume_experiment(
                 args.resume,
                 steps=args.steps,
                 checkpoint_every=args.checkpoint_every,
                 keep=args.keep,
+                step=args.step,
+                watchdog=args.watchdog,
             )
             return 0
+        if args.step is not None:
+            raise ConfigError("--step selects the checkpoint a --resume continues from")
         launch = Launch(
             seeds=1 if args.seeds is None else args.seeds,
             sweep=parse_sweep(args.sweep),
@@ -177,6 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             keep=3 if args.keep is None else args.keep,
             loggers=["tensorboard"] if args.log is None else _names(args.log),
             devices=_devices(args.devices),
+            watchdog=3600.0 if args.watchdog is None else args.watchdog,
         )
 
         cfg = resolve(
@@ -195,6 +242,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except NonFinite as e:
+        print(f"error: {e}", file=sys.stderr)
+        return NONFINITE_EXIT
+    except Interrupted as e:
+        print(e, file=sys.stderr)
+        return e.exit_code
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -96,18 +96,31 @@ def build_config(cls: type[C], overrides: Mapping[str, Any], where: str) -> C:
       overrides: user-given values by field name.
       where: how the user names this config in messages, e.g. ``"agent 'dqn'"``.
     """
+    from jaxrl import aliases
+
     types_ = field_types(cls)
     values = {}
-    for key, value in overrides.items():
+    for given, value in overrides.items():
+        key = aliases.canonical(given, types_)
+        if key != given and key in overrides:
+            raise ConfigError(f"{where}: '{given}' and '{key}' name the same option; give one")
+        explanation = aliases.refusal(given, types_)
+        if explanation is not None:
+            raise ConfigError(f"{where}: {explanation}")
         if key not in types_:
+            from jaxrl.suggest import did_you_mean
+
             raise ConfigError(
-                f"unknown option '{key}' for {where}; valid options: {', '.join(types_)}"
+                f"unknown option '{key}' for {where}{did_you_mean(key, types_)}; valid "
+                f"options: {', '.join(types_)}"
             )
         values[key] = coerce(value, types_[key], f"{where} option '{key}'")
     try:
         config = cls(**values)
     except ValueError as e:  # __post_init__ checks of value ranges
-        raise ConfigError(f"{where}: {e}") from None
+        foreign = next((aliases.FOREIGN_SIGN[k] for k in values if str(e).startswith(k + " ")
+                        and k in aliases.FOREIGN_SIGN), None)  # fmt: skip
+        raise ConfigError(f"{where}: {e}" + (f" ({foreign})" if foreign else "")) from None
     return config
 
 
@@ -133,8 +146,11 @@ class Range:
     min_len: int = 0
 
     def describe(self) -> str:
-        low = "-inf" if self.low is None else f"{self.low:g}"
-        high = "inf" if self.high is None else f"{self.high:g}"
+        def show(bound: float) -> str:
+            return str(int(bound)) if float(bound).is_integer() else f"{bound:g}"
+
+        low = "-inf" if self.low is None else show(self.low)
+        high = "inf" if self.high is None else show(self.high)
         return f"{'(' if self.low_open or self.low is None else '['}{low}, {high}" + (
             ")" if self.high_open or self.high is None else "]"
         )

@@ -10,6 +10,7 @@ from jaxrl import envs
 from jaxrl.checkpoint import restore
 from jaxrl.envs.render import HEIGHT, WIDTH, render, renderable
 from jaxrl.evaluate import main as evaluate
+from jaxrl.experiment.checkpoint import checkpoint_steps
 from jaxrl.runners import make_evaluate
 from jaxrl.train import main as train
 
@@ -44,7 +45,10 @@ def stats(text):
 
 def test_printed_statistics_are_the_policys_returns(run_dir, capsys):
     assert evaluate([str(run_dir), "--episodes", "5", "--seed", "3"]) == 0
-    printed = stats(capsys.readouterr().out)
+    out = capsys.readouterr().out
+    printed = stats(out)
+    (step,) = checkpoint_steps(run_dir)
+    assert f"checkpoint {step:,}," in out  # which checkpoint was evaluated
     agent, state, _ = restore(run_dir)
     env = envs.make("CartPole-v1", num_envs=5)
     returns = np.asarray(jax.jit(make_evaluate(agent, env))(state, jax.random.PRNGKey(3)))

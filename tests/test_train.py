@@ -100,7 +100,7 @@ def test_run_directory_and_reproduction(tmp_path, capsys):
         (["--config", "missing.yaml"], "does not exist"),
         (["--steps", "many"], "--steps"),
         (["--agent.lr"], "needs a value"),
-        (["--agent.buffer_size", "4"], "capacity must be >= num_envs"),
+        (["--agent.buffer_size", "4"], "agent.buffer_size 4 must hold one rollout"),
         (["stray"], "unrecognized argument 'stray'"),
         (["--agent.optimizer", "adagrad"], "'adagrad' is not one of 'adam', 'adamw'"),
         (["--agent", "ppo", "--agent.lr_schedule", "step"], "'step' is not one of 'constant'"),
@@ -157,3 +157,6 @@ def test_process_exit_code_and_help():
     names = ["dqn", "rainbow", "random", "CartPole-v1", "Acrobot-v1", "MountainCar-v0"]
     for name in [*names, "Pendulum-v1", "MountainCarContinuous-v0", "--agent.KEY"]:
         assert name in shown.stdout
+    # One line per env family (issue 13, item 12): not 104 Atari games; gym:ID is listed.
+    assert "104 games" in shown.stdout and "Pong" not in shown.stdout
+    assert "gym:ID" in shown.stdout and len(shown.stdout.splitlines()) < 70

@@ -63,9 +63,11 @@ def entry(name: str) -> AgentEntry:
             raise ConfigError(f"module '{module_name}' has no agent factory '{attr}'")
         register(name, factory, config=getattr(factory, "Config", None))
         return _REGISTRY[name]
+    from jaxrl.suggest import did_you_mean
+
     raise ConfigError(
-        f"unknown agent '{name}'; available: {', '.join(sorted(_REGISTRY))} "
-        "(or package.module:factory)"
+        f"unknown agent '{name}'{did_you_mean(name, _REGISTRY)}; available: "
+        f"{', '.join(sorted(_REGISTRY))} (or package.module:factory)"
     )
 
 

@@ -73,7 +73,7 @@ class QLearningConfig(OptimizerOptions):
     them; ``RainbowConfig`` overrides its own). Ranges are declared beside each field.
     The optimizer and learning-rate schedule options are ``agents/optim.py``'s."""
 
-    hidden_sizes: tuple[int, ...] = option((120, 84), gt=0)
+    hidden_sizes: tuple[int, ...] = option((120, 84), gt=0, min_len=1)
     torso: Literal["auto", "mlp", "nature", "impala", "minatar"] = "auto"
     dueling: bool = False
     double: bool = False

@@ -95,7 +95,7 @@ class RainbowConfig(QLearningConfig):
     distributional: bool = True
     v_min: float = -10.0
     v_max: float = 10.0
-    num_atoms: int = 51
+    num_atoms: int = option(51, ge=2)
     n_step: int = 3
     prioritized: bool = True
     alpha: float = option(0.5, ge=0)

@@ -93,12 +93,49 @@ def available() -> dict[str, str]:
     return dict(_DESCRIPTIONS)
 
 
+GROUP_TITLES = {
+    "classic": "classic control",
+    "minatar": "MinAtar",
+    "mujoco": "MuJoCo (Brax)",
+    "atari": "Atari",
+}
+
+
+def group(name: str) -> str:
+    """The group of a canonical env name for help and errors: its registered family, else
+    ``mujoco`` (``*-brax``), ``minatar`` (``MinAtar-*``) or ``classic``."""
+    if name in _FAMILIES:
+        return _FAMILIES[name]
+    if name.endswith("-brax"):
+        return "mujoco"
+    return "minatar" if name.startswith("MinAtar-") else "classic"
+
+
+def groups() -> dict[str, list[str]]:
+    """Group (``group``) -> its canonical env names, in registration order."""
+    out: dict[str, list[str]] = {}
+    for name in _DESCRIPTIONS:
+        out.setdefault(group(name), []).append(name)
+    return out
+
+
 def _choices() -> str:
-    by_name: dict[str, list[str]] = {}
-    for alias, name in _ALIASES.items():
-        by_name.setdefault(name, []).append(alias)
-    names = [f"{n} ({', '.join(by_name[n])})" if n in by_name else n for n in sorted(_FACTORIES)]
-    return ", ".join(names) + ", or 'package.module:factory'"
+    parts = []
+    for key, names in groups().items():
+        title = GROUP_TITLES.get(key, key)
+        if len(names) > 6:
+            parts.append(f"{title} ({len(names)} envs, e.g. {names[0]})")
+        else:
+            parts.append(f"{title} ({', '.join(names)})")
+    return "; ".join(parts) + "; gym:ID (any Gymnasium id); package.module:factory"
+
+
+def _unknown(name: str) -> str:
+    from jaxrl.suggest import close, phrase
+
+    spellings = [*_FACTORIES, *_ALIASES]
+    matches = list(dict.fromkeys(_lookup(m) for m in close(name, spellings, n=6)))[:3]
+    return f"unknown env {name!r}{phrase(matches)}; valid: {_choices()}"
 
 
 def _lookup(name: str) -> str | None:
@@ -142,7 +179,7 @@ def _resolve(name: str) -> tuple[str, Factory]:
                 raise ConfigError(f"module {module_name!r} has no env factory {attr!r}")
             return name, factory
     if canonical is None:
-        raise ConfigError(f"unknown env {name!r}; valid: {_choices()}")
+        raise ConfigError(_unknown(name))
     factory = _FACTORIES[canonical]
     if isinstance(factory, str):
         module_name, _, attr = factory.partition(":")

@@ -10,6 +10,10 @@ that imports it back):
 * ``setup``: ``Launch`` and ``Setup``: env, evaluation env, agent and runner built from a
   config (``config``, ``sweep``).
 * ``report``: metric rows per member, the progress bar and the run's ``Summary``.
+* ``guards``: between chunks, the non-finite guard (exit code 3), SIGINT/SIGTERM that
+  save and stop (a second one aborts), and the watchdog of a wedged chunk (exit code 4).
+* ``lock``: one writer per run directory.
+* ``helptext``: ``--help``'s agent and env-family lines and ``--agent NAME --help``.
 * ``driver``: the chunk loop between setup and report, with checkpoints
   (``setup``, ``report``, ``checkpoint``, ``logging``).
 * ``run``: the entry points ``run_experiment``, ``resume_experiment`` and ``restore``.

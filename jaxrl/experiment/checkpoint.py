@@ -30,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,10 @@ def _ocp():
 
     logging.getLogger("absl").setLevel(logging.WARNING)
     return ocp
+
+
+class Unreadable(ConfigError):
+    """A checkpoint that exists but cannot be read (a file missing or garbled)."""
 
 
 @dataclasses.dataclass
@@ -172,22 +177,18 @@ def load(
         for i, (leaf, sharding) in enumerate(zip(leaves, sharding_leaves, strict=True))
     }
     where = f"checkpoint {step} of '{run_dir}'"
+    manager = None
     try:
         manager = ocp.CheckpointManager(
             run_dir.resolve() / CHECKPOINT_DIR, options=_options(None, False)
         )
         meta = manager.restore(step, args=ocp.args.Composite(meta=ocp.args.JsonRestore()))["meta"]
-    except Exception as e:  # noqa: BLE001 - any failure to read is a corrupt checkpoint
-        raise ConfigError(
-            f"{where} is unreadable ({type(e).__name__}); it may be corrupt"
-        ) from None
-    paths = leaf_paths(abstract_state)
-    if not isinstance(meta, dict) or meta.get("paths") != paths:
-        raise ConfigError(
-            f"{where} does not match the state its config.yaml builds ({len(paths)} arrays); "
-            "was config.yaml edited?"
-        )
-    try:
+        paths = leaf_paths(abstract_state)
+        if not isinstance(meta, dict) or meta.get("paths") != paths:
+            raise ConfigError(
+                f"{where} does not match the state its config.yaml builds ({len(paths)} "
+                "arrays); was config.yaml edited?"
+            )
         restored = manager.restore(
             step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract))
         )["state"]
@@ -195,11 +196,55 @@ def load(
             got = restored[name]
             if got.shape != leaf.shape or got.dtype != leaf.dtype:
                 raise ValueError(f"array {name}: {got.shape} {got.dtype}")
-    except Exception as e:  # noqa: BLE001
-        raise ConfigError(
-            f"{where} is unreadable ({type(e).__name__}); it may be corrupt"
-        ) from None
+    except ConfigError:
+        raise
+    except Exception as e:  # noqa: BLE001 - any failure to read is a corrupt checkpoint
+        _quiet_abandoned_reads()
+        raise Unreadable(f"{where} is unreadable ({_reason(e)}); it may be corrupt") from None
     finally:
-        manager.close()
+        if manager is not None:
+            manager.close()
     state = jax.tree.unflatten(treedef, [restored[name] for name in abstract])
     return Checkpoint(step=step, state=state, meta=meta)
+
+
+def _quiet_abandoned_reads() -> None:
+    """Orbax leaves one coroutine per array of a failed restore whose exception is never
+    retrieved; Python prints each (a traceback of dozens of lines) when it is collected,
+    after the one-line error. Those are dropped: the failure is reported once, above."""
+    if getattr(sys.unraisablehook, "_jaxrl_quiet", False):
+        return
+    previous = sys.unraisablehook
+
+    def hook(unraisable: Any) -> None:
+        code = getattr(unraisable.object, "cr_code", None)
+        if code is not None and "orbax" in code.co_filename:
+            return
+        previous(unraisable)
+
+    hook._jaxrl_quiet = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
+
+
+def _reason(e: Exception) -> str:
+    """A short reason for an unreadable checkpoint: the exception's type and first line."""
+    text = str(e).strip().split(". See full")[0].splitlines()[0][:120] if str(e).strip() else ""
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
+
+
+def load_readable(
+    run_dir: str | Path, abstract_state: Any, step: int | None = None, shardings: Any = None
+) -> tuple[Checkpoint, list[str]]:
+    """``load`` of checkpoint ``step``; with ``step`` None the newest *readable* one,
+    falling back past unreadable newer ones. Returns the checkpoint and one line per
+    checkpoint skipped (empty when the newest was read)."""
+    if step is not None:
+        return load(run_dir, abstract_state, step, shardings), []
+    skipped: list[str] = []
+    steps = checkpoint_steps(run_dir) or [pick_step(Path(run_dir))]
+    for candidate in reversed(steps):
+        try:
+            return load(run_dir, abstract_state, candidate, shardings), skipped
+        except Unreadable as e:
+            skipped.append(str(e))
+    raise ConfigError(f"no checkpoint of '{run_dir}' is readable; newest: {skipped[0]}")

@@ -11,7 +11,8 @@ Resolution order, later wins: the agent and env defaults; the preset for the age
 pair (``configs/presets/*.yaml``, chosen automatically when no ``--config`` is given) or
 the ``--config`` file (which may itself name a ``preset:`` to start from; a preset's env
 section may give a ``family`` instead of a ``name``, as ``atari-rainbow`` does with
-``family: atari``, to apply to every env of that family); the plain CLI
+``family: atari``, to apply to every env of that family, or ``family: "*"`` to apply to
+every env that has no preset of its own, as ``ppo.yaml`` does); the plain CLI
 flags (``--steps``, ``--seed``, ``--num-envs``); dotted overrides (``--agent.lr 3e-4``).
 The saved file holds every resolved value, so it alone reproduces the run.
 """
@@ -19,6 +20,7 @@ The saved file holds every resolved value, so it alone reproduces the run.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ import yaml
 
 from jaxrl import agents, envs
 from jaxrl.runners import RunConfig
+from jaxrl.suggest import close
 from jaxrl.types import ConfigError
 from jaxrl.validation import build_config, config_to_dict
 
@@ -36,17 +39,32 @@ SECTIONS = ("agent", "env", "run")
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """Reads a YAML mapping with ``yaml.safe_load``; ConfigError if missing or malformed."""
+    if str(path) == "":
+        raise ConfigError("--config is empty; give a YAML file (a run's config.yaml, a preset)")
     path = Path(path)
+    if path.is_dir():
+        hint = f" (e.g. '{path / 'config.yaml'}')" if (path / "config.yaml").is_file() else ""
+        raise ConfigError(f"config file '{path}' is a directory; give a YAML file{hint}")
     if not path.is_file():
         raise ConfigError(f"config file '{path}' does not exist")
     try:
         data = yaml.safe_load(path.read_text())
+    except yaml.constructor.ConstructorError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(
+            f"config file '{path}' has a YAML tag{where} that safe loading refuses "
+            f"({(e.problem or '').split(' ')[-1]}); configs hold plain values only"
+        ) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(f"config file '{path}' is not valid YAML{where}") from None
     if data is None:
-        data = {}
+        raise ConfigError(
+            f"config file '{path}' is empty; give agent/env/run sections, or leave out "
+            "--config to use the preset"
+        )
     if not isinstance(data, dict):
         raise ConfigError(f"config file '{path}' must hold a mapping with keys {SECTIONS}")
     unknown = set(data) - {*SECTIONS, "preset"}
@@ -73,11 +91,15 @@ def load_preset(name: str) -> dict[str, Any]:
     return load_yaml(path)
 
 
+ANY_FAMILY = "*"
+
+
 def find_preset(agent: str, env: str) -> str | None:
     """The preset for agent ``agent`` on env ``env`` (canonical), if there is one: one whose
     env section names ``env``, else one whose env section names ``env``'s family
-    (``env: {family: atari}`` matches every registered Atari game)."""
-    by_family = None
+    (``env: {family: atari}`` matches every registered Atari game), else the agent's
+    preset for every env (``family: "*"``, e.g. the rollout shape PPO needs)."""
+    by_family = by_any = None
     for name, path in presets().items():
         data = load_yaml(path)
         if data.get("agent", {}).get("name") != agent:
@@ -86,10 +108,12 @@ def find_preset(agent: str, env: str) -> str | None:
         if preset_env.get("name") is not None:
             if envs.canonical_name(preset_env["name"]) == env:
                 return name
+        elif preset_env.get("family") == ANY_FAMILY:
+            by_any = by_any or name
         elif by_family is None and preset_env.get("family") is not None:
             if preset_env["family"] == envs.family(env):
                 by_family = name
-    return by_family
+    return by_family or by_any
 
 
 def merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
@@ -144,14 +168,18 @@ def resolve(
         preset = find_preset(agent_name, env_name)
         if preset is not None:
             base = {**load_preset(preset), "preset": preset}
-    # A different agent or env on the command line discards the file's options for it.
-    if base.get("agent", {}).get("name") not in (None, agent_name):
-        base["agent"] = {}
+    file_agent = base.get("agent", {}).get("name")
+    if config_file is not None and file_agent not in (None, agent_name):
+        raise ConfigError(
+            f"config file '{config_file}' is for agent '{file_agent}', not '{agent_name}'; "
+            f"give --agent {file_agent}, or leave out --config (a preset is used if one exists)"
+        )
+    # A different env on the command line discards the file's options for its env.
     base_env = base.get("env", {}).get("name")
     if base_env is not None and envs.canonical_name(base_env) != env_name:
         base["env"] = {}
     base_family = base.get("env", {}).get("family")
-    if base_family is not None and base_family != envs.family(env_name):
+    if base_family not in (None, ANY_FAMILY) and base_family != envs.family(env_name):
         base["env"] = {}  # e.g. an Atari preset's env options given a non-Atari env
     base.get("env", {}).pop("family", None)
     cfg = merge({"agent": {}, "env": {}, "run": {}}, base)
@@ -170,6 +198,7 @@ def resolve(
         cfg[section][key] = value
 
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
+    _check_foreign_options(agent_name, agent_options)
     cfg["run"] = config_to_dict(build_config(RunConfig, cfg["run"], "run"))
     cfg["agent"] = {"name": agent_name, **agents.resolve_config(agent_name, agent_options)}
     # An agent with a `total_steps` option (learning-rate annealing) left at None gets
@@ -183,6 +212,29 @@ def resolve(
         "env": cfg["env"],
         "run": cfg["run"],
     }
+
+
+def _check_foreign_options(agent: str, options: Mapping[str, Any]) -> None:
+    """ConfigError for an option agent ``agent`` lacks that other agents have: the config
+    was written for another agent (a typo gets ``build_config``'s "did you mean")."""
+    config = agents.entry(agent).config
+    if config is None:
+        return
+    own = {f.name for f in dataclasses.fields(config)}
+    for key in options:
+        if key in own:
+            continue
+        owners = [
+            name
+            for name in agents.available()
+            if (other := agents.entry(name).config) is not None
+            and key in {f.name for f in dataclasses.fields(other)}
+        ]
+        if owners and not close(key, own):
+            raise ConfigError(
+                f"unknown option '{key}' for agent '{agent}': it is an option of "
+                f"{', '.join(owners)}; was this config written for another agent?"
+            )
 
 
 def env_kwargs(cfg: Mapping[str, Any]) -> dict[str, Any]:

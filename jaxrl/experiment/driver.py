@@ -5,16 +5,25 @@ reaches ``run.stop_return`` (single runs only; a seed or sweep run records each 
 first step at it instead), and closing with a greedy evaluation of at least
 ``report.FINAL_EPISODES`` episodes per member.
 
-``drive(setup, run_dir, console, restored)`` serves a new run (``restored`` None) and a
-resumed one (a ``checkpoint.Checkpoint``): the ``Position`` saved in the checkpoint's meta
-says where to go on from. What differs between a fused and a host runner (jitting, what a
-checkpoint holds) comes from the ``Runner``; the driver has no case of its own.
+``prepare(setup, restored)`` builds the initial (or restored) state and compiles the chunk
+before anything is written, so a mistake found while tracing leaves no run directory;
+``drive(setup, run_dir, console, restored, prepared)`` serves a new run (``restored``
+None) and a resumed one (a ``checkpoint.Checkpoint``): the ``Position`` saved in the
+checkpoint's meta says where to go on from.
+
+Between chunks the driver applies the ``guards``: a non-finite metric or agent state
+raises ``guards.NonFinite`` before that state is saved (the CLI exits with code 3), and
+a SIGINT or SIGTERM (``guards.StopSignals``) ends the run after the current chunk with a
+checkpoint and the summary, raising ``guards.Interrupted``. What differs between a fused
+and a host runner (jitting, what a checkpoint holds) comes from the ``Runner``; the
+driver has no case of its own.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +32,7 @@ import jax
 import numpy as np
 from rich.console import Console
 
-from jaxrl.experiment import checkpoint, report
+from jaxrl.experiment import checkpoint, guards, report
 from jaxrl.experiment.logging import MetricsWriter
 from jaxrl.experiment.setup import Setup
 
@@ -84,11 +93,38 @@ def compile_evaluate(runner: Any, agent_state: Any, key: jax.Array) -> Any:
     return jax.jit(runner.evaluate).lower(agent_state, key).compile()
 
 
+@dataclasses.dataclass
+class Prepared:
+    """The state to start from and the compiled chunk (``prepare``)."""
+
+    state: Any
+    run_chunk: Any
+    compile_time: float
+
+
+def prepare(setup: Setup, restored: Any = None) -> Prepared:
+    """The initial or restored runner state and the compiled chunk; a mistake found while
+    tracing the program (a ``ConfigError``) is raised before any file is written."""
+    start = time.perf_counter()
+    state = setup.resumed(restored.state) if restored is not None else setup.init_state()
+    run_chunk = compile_chunk(setup.runner, state)
+    return Prepared(state, run_chunk, time.perf_counter() - start)
+
+
 class _Driver:
     """One process's part of a run: the loop over chunks and what happens between them."""
 
-    def __init__(self, setup: Setup, run_dir: Path, console: Console, restored: Any):
+    def __init__(
+        self,
+        setup: Setup,
+        run_dir: Path,
+        console: Console,
+        restored: Any,
+        signals: guards.StopSignals | None = None,
+    ):
         self.setup, self.run_dir, self.console = setup, run_dir, console
+        self.signals = signals or guards.StopSignals()
+        self.guard = guards.NonFiniteGuard()
         self.layout = setup.runner.layout
         self.start = time.perf_counter()
         meta = restored.meta if restored is not None else {}
@@ -104,6 +140,9 @@ class _Driver:
             config=setup.cfg,
         )
         self.saver = checkpoint.CheckpointWriter(run_dir, keep=setup.launch.keep)
+        self.watchdog = guards.Watchdog(
+            setup.launch.watchdog, run_dir / "watchdog-stacks.txt", f"; {_resume_hint(run_dir)}"
+        )
 
     def now(self) -> float:
         """Wall seconds of the whole run so far, earlier processes' included."""
@@ -114,22 +153,35 @@ class _Driver:
         self.saver.save(self.position.steps, self.setup.runner.save(state), meta)
         self.saved_step = self.position.steps
 
-    def run_chunk(self, run_chunk: Any, state: Any, bar: report.ProgressBar) -> tuple[Any, bool]:
-        """Runs one chunk and logs it; returns the state and whether the run should stop."""
-        setup, pos, batched = self.setup, self.position, self.setup.launch.batched
-        chunk_start = time.perf_counter()
-        state, metrics = run_chunk(state)
-        pos.chunk += 1
-        metrics = jax.device_get(metrics)
+    def write_rows(self, metrics: Any, chunk_start: float) -> tuple[list[dict[str, Any]], float]:
+        """Writes a chunk's metric rows; returns them and the chunk's env steps per second."""
+        pos, batched = self.position, self.setup.launch.batched
         chunk_time = time.perf_counter() - chunk_start
         pos.run_time += chunk_time
         now = self.now()
         sps = self.layout.steps_per_chunk / chunk_time
-        rows = report.member_rows(metrics, setup.members, batched)
+        rows = report.member_rows(metrics, self.setup.members, batched)
         for row in rows:
             row["time"], row["sps"] = now, sps
             self.writer.write(row, tag_prefix=report.tag_prefix(row, batched))
         pos.rows += len(rows)
+        return rows, sps
+
+    def run_chunk(self, run_chunk: Any, state: Any, bar: report.ProgressBar) -> tuple[Any, bool]:
+        """Runs one chunk and logs it; returns the state and whether the run should stop."""
+        setup, pos, batched = self.setup, self.position, self.setup.launch.batched
+        chunk_start = time.perf_counter()
+        self.watchdog.chunk(pos.chunk + 1)
+        state, metrics = run_chunk(state)
+        pos.chunk += 1
+        metrics = jax.device_get(metrics)
+        self.watchdog.done()
+        try:
+            self.guard.check(state.agent_state, metrics, int(np.max(metrics["step"])))
+        except guards.NonFinite:
+            self.write_rows(metrics, chunk_start)  # the rows that show the divergence
+            raise
+        rows, sps = self.write_rows(metrics, chunk_start)
         prev, pos.steps = pos.steps, rows[0]["step"]
         eval_mean = report.mean_eval(rows)
         if not math.isnan(eval_mean):
@@ -141,16 +193,19 @@ class _Driver:
         stop = setup.run_config.stop_return
         pos.first_solve_steps = report.first_solves(rows, stop, pos.first_solve_steps)
         if not batched and stop is not None and eval_mean >= stop:
-            pos.first_solved, pos.stopped_at = now, (pos.steps, eval_mean)
+            pos.first_solved, pos.stopped_at = self.now(), (pos.steps, eval_mean)
             return state, True
         return state, False
 
     def train(self, state: Any, run_chunk: Any) -> Any:
-        """Chunks until the run's end or its ``stop_return``; a checkpoint at the end."""
+        """Chunks until the run's end, its ``stop_return`` or a stop signal; a checkpoint
+        at the end."""
         bar = report.ProgressBar(self.console, self.layout.total_steps, self.position.steps)
         stopped = False
-        with bar, self.saver, self.writer:
+        with bar, self.saver, self.writer, self.watchdog:
             while self.position.chunk < self.layout.num_chunks and not stopped:
+                if self.signals.requested is not None:
+                    break
                 state, stopped = self.run_chunk(run_chunk, state, bar)
             if self.saved_step != self.position.steps:
                 self.save(state)
@@ -178,41 +233,35 @@ def final_returns(
 
 
 def announce(setup: Setup, run_dir: Path, console: Console, restored: Any) -> None:
-    cfg = setup.cfg
+    """The run's first line, and a note where ``--steps`` or ``--checkpoint-every`` is
+    rounded up to whole chunks."""
+    cfg, layout = setup.cfg, setup.runner.layout
     what = f"{len(setup.members)} members, " if setup.launch.batched else ""
     verb = f"resuming at step {restored.step:,}" if restored is not None else "->"
     console.print(
         f"[bold]jaxrl[/] {cfg['agent']['name']} on {cfg['env']['name']} "
         f"({what}{cfg['env']['num_envs']} envs, preset: {cfg.get('preset')}) {verb} {run_dir}"
     )
+    chunk = layout.steps_per_chunk
+    why = f"whole chunks of {chunk:,} env steps (run.log_every, rollout_len x num_envs)"
+    if layout.total_steps != cfg["run"]["steps"]:
+        console.print(
+            f"note: steps {cfg['run']['steps']:,} rounded up to {layout.total_steps:,}: {why}"
+        )
+    every = setup.launch.checkpoint_every
+    if every and every % chunk:
+        console.print(f"note: checkpoints at the first chunk end past every {every:,}: {why}")
 
 
-def drive(setup: Setup, run_dir: Path, console: Console, restored: Any = None) -> report.Summary:
-    """Trains ``setup`` into ``run_dir`` from the start, or from checkpoint ``restored``."""
-    runner, run_cfg = setup.runner, setup.run_config
-    driver = _Driver(setup, run_dir, console, restored)
-    announce(setup, run_dir, console, restored)
-
-    _, eval_key = setup.keys()
-    compile_start = time.perf_counter()
-    state = setup.resumed(restored.state) if restored is not None else setup.init_state()
-    run_chunk = compile_chunk(runner, state)
-    compile_time = time.perf_counter() - compile_start
-
-    state = driver.train(state, run_chunk)
-
-    compile_start = time.perf_counter()
-    evaluate = compile_evaluate(runner, state.agent_state, eval_key)
-    compile_time += time.perf_counter() - compile_start
-    members, episodes = len(setup.members), run_cfg.eval_episodes
-    finals = final_returns(evaluate, state.agent_state, eval_key, members, episodes).mean(axis=1)
-    pos = driver.position
-    summary = report.Summary(
-        run_dir=run_dir,
+def _summary(driver: _Driver, compile_time: float, finals: np.ndarray) -> report.Summary:
+    pos, run_cfg = driver.position, driver.setup.run_config
+    members = len(driver.setup.members)
+    return report.Summary(
+        run_dir=driver.run_dir,
         steps=pos.steps,
         compile_time=compile_time,
         run_time=pos.run_time,
-        sps=pos.steps * len(setup.members) / pos.run_time if pos.run_time else math.nan,
+        sps=pos.steps * members / pos.run_time if pos.run_time else math.nan,
         final_eval_return=float(finals.mean()),
         best_eval_return=pos.best,
         first_solved_time=pos.first_solved,
@@ -224,6 +273,51 @@ def drive(setup: Setup, run_dir: Path, console: Console, restored: Any = None) -
         stopped_at_step=pos.stopped_at[0] if pos.stopped_at else None,
         stopped_at_return=pos.stopped_at[1] if pos.stopped_at else None,
     )
+
+
+def _resume_hint(run_dir: Path) -> str:
+    return f"resume with: python -m jaxrl.train --resume {run_dir}"
+
+
+def drive(
+    setup: Setup,
+    run_dir: Path,
+    console: Console,
+    restored: Any = None,
+    prepared: Prepared | None = None,
+    signals: guards.StopSignals | None = None,
+) -> report.Summary:
+    """Trains ``setup`` into ``run_dir`` from the start, or from checkpoint ``restored``.
+
+    Raises ``guards.NonFinite`` when training diverges (nothing non-finite is saved) and
+    ``guards.Interrupted`` after saving when ``signals`` saw SIGINT or SIGTERM.
+    """
+    runner, run_cfg = setup.runner, setup.run_config
+    prepared = prepared or prepare(setup, restored)
+    driver = _Driver(setup, run_dir, console, restored, signals)
+    driver.signals.abort_message = lambda: (
+        f"aborted at step {driver.position.steps:,} by a second signal; the newest complete "
+        f"checkpoint is kept: {_resume_hint(run_dir)}"
+    )
+    announce(setup, run_dir, console, restored)
+    _, eval_key = setup.keys()
+    state = driver.train(prepared.state, prepared.run_chunk)
+    requested, pos = driver.signals.requested, driver.position
+    if requested is not None and pos.chunk < driver.layout.num_chunks and pos.first_solved is None:
+        report.write_summary(_summary(driver, prepared.compile_time, np.full(1, np.nan)), run_dir)
+        name = signal.Signals(requested).name
+        raise guards.Interrupted(
+            f"stopped by {name} at step {driver.position.steps:,} of "
+            f"{driver.layout.total_steps:,}; checkpoint saved; {_resume_hint(run_dir)}",
+            requested,
+        )
+
+    compile_start = time.perf_counter()
+    evaluate = compile_evaluate(runner, state.agent_state, eval_key)
+    compile_time = prepared.compile_time + time.perf_counter() - compile_start
+    members, episodes = len(setup.members), run_cfg.eval_episodes
+    finals = final_returns(evaluate, state.agent_state, eval_key, members, episodes).mean(axis=1)
+    summary = _summary(driver, compile_time, finals)
     batched = setup.launch.batched
     if batched:
         summary = report.across_members(summary)

@@ -2,16 +2,18 @@
 
 ``run_experiment(cfg, logdir, launch=Launch(...))`` builds the env, evaluation env, agent
 and runner from a resolved config (``experiment.config.resolve``; ``experiment.setup``),
-creates a fresh run directory (never reusing an existing one), writes ``config.yaml`` and
+compiles the program, then creates a fresh run directory (never reusing an existing one;
+locked while it is trained, ``experiment.lock``), writes ``config.yaml`` and
 ``launch.yaml`` (seeds, sweep, checkpointing) and trains chunk by chunk
 (``experiment.driver``), ending with a summary (``experiment.report``).
 
 ``resume_experiment(run_dir)`` rebuilds the same program from the saved files, restores
-the newest complete checkpoint, cuts the metrics files back to the rows that checkpoint
-had written, and goes on. For a JAX-native env the runner state holds everything (agent
-state with replay buffer, env state, observations, carry, key, chunk counter), so a
-resumed run is bit-identical to one that never stopped; where the env's state cannot be
-saved (``Runner.save``), the learner is restored exactly and the envs restart.
+the newest readable checkpoint (saying which newer ones it skipped) or ``step``, cuts
+the metrics files back to the rows that checkpoint had written, and goes on. For a
+JAX-native env the runner state holds everything (agent state with replay buffer, env
+state, observations, carry, key, chunk counter), so a resumed run is bit-identical to
+one that never stopped; where the env's state cannot be saved (``Runner.save``), the
+learner is restored exactly and the envs restart.
 
 ``restore(run_dir, step=None) -> (agent, agent_state, config)`` gives back a trained agent
 for a notebook or script (``jaxrl.checkpoint.restore``).
@@ -24,13 +26,15 @@ member's ``seed`` and swept values (``agent.lr``) as columns.
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from jaxrl.experiment import checkpoint
-from jaxrl.experiment.driver import drive
+from jaxrl.experiment import checkpoint, guards
+from jaxrl.experiment.driver import drive, prepare
+from jaxrl.experiment.lock import RunLock
 from jaxrl.experiment.report import Summary
 from jaxrl.experiment.setup import (
     Launch,
@@ -42,7 +46,7 @@ from jaxrl.experiment.setup import (
     write_run_files,
 )
 from jaxrl.runners import RunConfig
-from jaxrl.types import Agent
+from jaxrl.types import Agent, ConfigError
 from jaxrl.validation import build_config, config_to_dict
 
 __all__ = [
@@ -54,9 +58,29 @@ __all__ = [
     "new_run_dir",
     "read_launch",
     "restore",
+    "restore_checkpoint",
     "resume_experiment",
     "run_experiment",
 ]
+
+
+def check_logdir(logdir: str | Path) -> None:
+    """ConfigError unless run directories can be created under ``logdir``: it must be a
+    directory or creatable (its nearest existing ancestor a writable directory)."""
+    if str(logdir) == "":
+        raise ConfigError("--logdir is empty; give the directory that holds run directories")
+    path = Path(logdir)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"--logdir '{logdir}' is a file; give a directory")
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise ConfigError(f"--logdir '{logdir}' is inside '{probe}', which is a file")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise ConfigError(f"--logdir '{logdir}': '{probe}' is not writable")
 
 
 def run_experiment(
@@ -65,12 +89,39 @@ def run_experiment(
     console: Console | None = None,
     launch: Launch | None = None,
 ) -> Summary:
-    """Trains as ``cfg`` and ``launch`` say, logging into a new run directory under ``logdir``."""
+    """Trains as ``cfg`` and ``launch`` say, logging into a new run directory under ``logdir``.
+
+    Every mistake (config, sweep, ``logdir``, one found while compiling the program) is
+    found before anything is written. Raises ``guards.NonFinite`` when training diverges
+    and ``guards.Interrupted`` after saving when SIGINT or SIGTERM stopped it.
+    """
     launch = launch or Launch()
-    setup = build_setup(cfg, launch)  # every mistake is found before anything is written
-    run_dir = new_run_dir(logdir, cfg, launch)
-    write_run_files(run_dir, cfg, launch)
-    return drive(setup, run_dir, console or Console())
+    check_logdir(logdir)
+    setup = build_setup(cfg, launch)
+    with guards.StopSignals() as signals:
+        prepared = prepare(setup)
+        try:
+            run_dir = new_run_dir(logdir, cfg, launch)
+        except OSError as e:
+            what = f"cannot create a run directory under '{logdir}'"
+            raise ConfigError(f"{what}: {e.strerror}") from None
+        with RunLock(run_dir):
+            write_run_files(run_dir, cfg, launch)
+            return drive(setup, run_dir, console or Console(), None, prepared, signals)
+
+
+def _check_metrics(run_dir: Path, rows: int) -> None:
+    """ConfigError unless ``metrics.jsonl`` and ``metrics.csv`` hold the ``rows`` rows the
+    checkpoint recorded (a resume appends to them; one cut short would lie)."""
+    for name, header in (("metrics.jsonl", 0), ("metrics.csv", 1)):
+        path = run_dir / name
+        have = len(path.read_text().splitlines()) - header if path.is_file() else None
+        if have is None or have < rows:
+            what = "is missing" if have is None else f"has {max(have, 0)} rows"
+            raise ConfigError(
+                f"'{path}' {what} but the checkpoint recorded {rows}; restore it from a "
+                "copy, or train a new run (a resume would leave it without the earlier rows)"
+            )
 
 
 def resume_experiment(
@@ -79,39 +130,88 @@ def resume_experiment(
     console: Console | None = None,
     checkpoint_every: int | None = None,
     keep: int | None = None,
-) -> Summary:
-    """Continues ``run_dir`` from its newest complete checkpoint, appending to its metrics.
+    step: int | None = None,
+    watchdog: float | None = None,
+) -> Summary | None:
+    """Continues ``run_dir`` from its newest readable checkpoint (or ``step``), appending
+    to its metrics; returns None, changing nothing, when the run is already complete.
 
-    ``steps`` raises the run's total env steps (the one config value a resume may change);
-    ``checkpoint_every`` and ``keep`` replace those of ``launch.yaml``.
+    ``steps`` changes the run's total env steps (the one config value a resume may
+    change; never below the steps already done); ``checkpoint_every``, ``keep`` and
+    ``watchdog`` replace those of ``launch.yaml``. A newer unreadable checkpoint is
+    skipped, and said.
     """
+    console = console or Console()
     run_dir = Path(run_dir)
-    checkpoint.pick_step(run_dir, None)  # a missing run or checkpoint: one line, no change
+    _check_is_run(run_dir)
+    checkpoint.pick_step(run_dir, step)  # a missing run or checkpoint: one line, no change
+    with RunLock(run_dir):
+        setup = build(run_dir)
+        changes = {"checkpoint_every": checkpoint_every, "keep": keep, "watchdog": watchdog}
+        changes = {k: v for k, v in changes.items() if v is not None}
+        if changes:
+            setup.launch = dataclasses.replace(setup.launch, **changes)
+        if steps is not None and steps != setup.cfg["run"]["steps"]:
+            run = {**setup.cfg["run"], "steps": steps}
+            run = config_to_dict(build_config(RunConfig, run, "run"))
+            setup = build_setup({**setup.cfg, "run": run}, setup.launch)
+        shape, shardings = setup.saved_shape(), setup.shardings()
+        restored, skipped = checkpoint.load_readable(run_dir, shape, step, shardings)
+        for line in skipped:
+            console.print(f"note: {line}; resuming from checkpoint {restored.step:,}")
+        if steps is not None and steps < restored.step:
+            raise ConfigError(
+                f"--steps {steps:,} is below the {restored.step:,} steps checkpoint "
+                f"{restored.step} has done; give more, or evaluate it as it is"
+            )
+        if restored.step >= setup.runner.layout.total_steps:
+            console.print(
+                f"'{run_dir}' is complete at step {restored.step:,}: nothing to do "
+                "(raise --steps to train longer)"
+            )
+            return None
+        _check_metrics(run_dir, int(restored.meta.get("rows", 0)))
+        with guards.StopSignals() as signals:
+            prepared = prepare(setup, restored)
+            write_run_files(run_dir, setup.cfg, setup.launch)
+            return drive(setup, run_dir, console, restored, prepared, signals)
+
+
+def _check_is_run(run_dir: Path) -> None:
+    """ConfigError naming the runs inside ``run_dir`` when it is a logdir, not a run."""
+    if run_dir.is_dir() and not (run_dir / "config.yaml").is_file():
+        runs = sorted(p.name for p in run_dir.iterdir() if (p / "config.yaml").is_file())
+        if runs:
+            raise ConfigError(
+                f"'{run_dir}' holds {len(runs)} run directories, not a run; resume one of "
+                f"them, e.g. '{run_dir / runs[-1]}'"
+            )
+
+
+def restore_checkpoint(
+    run_dir: str | Path, step: int | None = None
+) -> tuple[Setup, checkpoint.Checkpoint, list[str]]:
+    """The run's ``Setup``, checkpoint ``step`` (default: the newest readable one) and a
+    line per newer unreadable checkpoint skipped."""
+    run_dir = Path(run_dir)
+    _check_is_run(run_dir)
+    checkpoint.pick_step(run_dir, step)  # a missing checkpoint is reported before the config
     setup = build(run_dir)
-    changes = {"checkpoint_every": checkpoint_every, "keep": keep}
-    changes = {k: v for k, v in changes.items() if v is not None}
-    if changes:
-        setup.launch = dataclasses.replace(setup.launch, **changes)
-    if steps is not None and steps != setup.cfg["run"]["steps"]:
-        run = config_to_dict(build_config(RunConfig, {**setup.cfg["run"], "steps": steps}, "run"))
-        setup = build_setup({**setup.cfg, "run": run}, setup.launch)
-    restored = checkpoint.load(run_dir, setup.saved_shape(), None, setup.shardings())
-    write_run_files(run_dir, setup.cfg, setup.launch)
-    return drive(setup, run_dir, console or Console(), restored)
+    restored, skipped = checkpoint.load_readable(
+        run_dir, setup.saved_shape(), step, setup.shardings()
+    )
+    return setup, restored, skipped
 
 
 def restore(run_dir: str | Path, step: int | None = None) -> tuple[Agent, Any, dict[str, Any]]:
     """Loads a trained agent: ``agent, agent_state, config = restore("runs/...")``.
 
     ``agent`` is rebuilt from the run's ``config.yaml``; ``agent_state`` is the agent's
-    state at checkpoint ``step`` (default: the newest), ready for
+    state at checkpoint ``step`` (default: the newest readable one), ready for
     ``agent.act(agent_state, obs, agent.init_carry(num_envs), key, False)``. For a run of
     several seeds or sweep points every leaf of ``agent_state`` has a leading member axis
     (``launch.yaml`` lists them).
     Raises ``ConfigError`` (one line) for a missing or corrupt run or checkpoint.
     """
-    run_dir = Path(run_dir)
-    checkpoint.pick_step(run_dir, step)  # a missing checkpoint is reported before the config
-    setup = build(run_dir)
-    restored = checkpoint.load(run_dir, setup.saved_shape(), step, setup.shardings())
+    setup, restored, _ = restore_checkpoint(run_dir, step)
     return setup.agent, restored.state.agent_state, setup.cfg

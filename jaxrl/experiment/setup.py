@@ -45,6 +45,9 @@ class Launch:
         (``jaxrl.experiment.logging.LOGGERS``: tensorboard, wandb).
       devices: local devices one run's envs are split over (``"all"``: every one;
         ``jaxrl.runners.devices``); 1 runs on the default device.
+      watchdog: seconds one chunk may run before the run is ended as wedged, with its
+        threads' stacks written (``guards.Watchdog``); 0 turns it off. The default, an
+        hour, is far above any chunk of a built-in preset (seconds on a CPU).
     """
 
     seeds: int = 1
@@ -53,6 +56,7 @@ class Launch:
     keep: int = 3
     loggers: list[str] = dataclasses.field(default_factory=lambda: ["tensorboard"])
     devices: int | str = 1
+    watchdog: float = 3600.0
 
     def __post_init__(self):
         object.__setattr__(self, "loggers", check_loggers(self.loggers))
@@ -67,6 +71,8 @@ class Launch:
         ):
             if value < least:
                 raise ConfigError(f"{flag} must be >= {least}, got {value}")
+        if not self.watchdog >= 0 or self.watchdog == float("inf"):
+            raise ConfigError(f"--watchdog must be >= 0 seconds (0: off), got {self.watchdog}")
 
     @property
     def batched(self) -> bool:
@@ -200,9 +206,29 @@ def _check_sweep(cfg: dict[str, Any], launch: Launch, agent: Any) -> None:
             agents.resolve_config(name, {**agent_options, option: value})
 
 
+def _check_rollout(cfg: dict[str, Any], run_cfg: RunConfig) -> None:
+    """ConfigError unless a replay buffer holds at least one rollout of every env, and an
+    on-policy agent's rollout splits into its minibatches (the agent checks this too, but
+    only when its program is traced)."""
+    rollout = run_cfg.rollout_len * cfg["env"]["num_envs"]
+    minibatches = cfg["agent"].get("num_minibatches")
+    if isinstance(minibatches, int) and minibatches > 0 and rollout % minibatches:
+        raise ConfigError(
+            f"agent '{cfg['agent']['name']}': rollout_len x num_envs = {rollout} is not "
+            f"divisible by num_minibatches = {minibatches}"
+        )
+    size = cfg["agent"].get("buffer_size")
+    if isinstance(size, int) and size < rollout:
+        raise ConfigError(
+            f"agent.buffer_size {size} must hold one rollout: >= run.rollout_len x "
+            f"env.num_envs = {run_cfg.rollout_len} x {cfg['env']['num_envs']} = {rollout}"
+        )
+
+
 def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     """Builds env, evaluation env, agent and runner; ConfigError for a bad sweep."""
     run_cfg = RunConfig(**cfg["run"])
+    _check_rollout(cfg, run_cfg)
     kwargs = env_kwargs(cfg)
     env = envs.make(cfg["env"]["name"], num_envs=cfg["env"]["num_envs"], **kwargs)
     eval_env = envs.make(cfg["env"]["name"], num_envs=run_cfg.eval_episodes, **kwargs)

@@ -35,6 +35,8 @@ import jax.numpy as jnp
 from jaxrl.types import Agent, Env, TimeStep, Transition, reset_carry, shared_field
 from jaxrl.validation import Options, option
 
+INT32_MAX = 2**31 - 1
+
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig(Options):
@@ -50,13 +52,13 @@ class RunConfig(Options):
       seed: the PRNG seed of the run.
     """
 
-    steps: int = option(100_000, ge=1)
+    steps: int = option(100_000, ge=1, le=INT32_MAX)  # step counters are int32
     rollout_len: int = option(1, ge=1)
     log_every: int = option(5_000, ge=1)
     eval_every: int = option(10_000, ge=0)
     eval_episodes: int = option(10, ge=1)
     stop_return: float | None = None
-    seed: int = 0
+    seed: int = option(0, ge=-INT32_MAX - 1, le=INT32_MAX)  # jax.random.PRNGKey's range
 
 
 class ChunkLayout(NamedTuple):

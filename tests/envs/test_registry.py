@@ -131,7 +131,7 @@ def test_register_custom_env():
     env = envs.make("Toy", num_envs=4, horizon=11)
     assert env.spec.name == "Toy-v0" and env.spec.num_envs == 4
     assert env.spec.max_episode_steps == 11
-    assert "Toy-v0 (Toy)" in _one_line_config_error(envs.make, "Nope")
+    assert "Toy-v0" in _one_line_config_error(envs.make, "Nope")  # listed in its family
     message = _one_line_config_error(envs.make, "Toy", max_episode_steps=3)
     assert "'max_episode_steps'" in message and "horizon" in message
     # re-registering the same name replaces it; aliases cannot steal another env's name

@@ -5,6 +5,8 @@ is a one-line error with exit code 2 that changes nothing."""
 
 import json
 import shutil
+import subprocess
+import sys
 
 import jax
 import numpy as np
@@ -139,18 +141,50 @@ def test_missing_or_corrupt_checkpoint_is_one_line_exit_2(tmp_path, straight, ca
     fails(["--resume", str(empty)], "has no checkpoint")
     fails(["--resume", str(straight), "--agent.lr", "1"], "cannot be changed")
 
+    # Every checkpoint unreadable: one line, nothing changed.
     corrupt = tmp_path / "corrupt"
     shutil.copytree(straight, corrupt)
-    for path in (corrupt / CHECKPOINT_DIR / "1024" / "state").rglob("*"):
-        if path.is_file():
-            path.write_bytes(b"garbage")
+    for step in ("768", "1024"):
+        for path in (corrupt / CHECKPOINT_DIR / step / "state").rglob("*"):
+            if path.is_file():
+                path.write_bytes(b"garbage")
     saved = tree_bytes(corrupt)
-    fails(["--resume", str(corrupt)], "checkpoint 1024 of")
+    fails(["--resume", str(corrupt)], "no checkpoint of")
     assert tree_bytes(corrupt) == saved  # nothing the user had was changed
-    with pytest.raises(ConfigError, match="unreadable"):
-        restore(corrupt)
+    with pytest.raises(ConfigError, match="checkpoint 1024 of .* is unreadable"):
+        restore(corrupt, step=1024)
     with pytest.raises(ConfigError, match="no checkpoint at step 5; available: 768, 1024"):
         restore(straight, step=5)
+
+
+def test_unreadable_newest_checkpoint_falls_back_and_says_so(tmp_path, straight, capsys):
+    """A data file of the newest checkpoint removed: resume and evaluate use the newest
+    readable one and say so; ``--step`` selects one; no asyncio traceback."""
+    broken = tmp_path / "broken"
+    shutil.copytree(straight, broken)
+    state = broken / CHECKPOINT_DIR / "1024" / "state"
+    data = [p for p in state.rglob("*") if p.is_file() and p.parent.name == "d"]  # array data
+    max(data, key=lambda p: p.stat().st_size).unlink()
+    _, state, _ = restore(broken)
+    _, older, _ = restore(straight, step=768)
+    assert_same_tree(state, older)
+    # Resuming to 768 steps: the fallback is said, and the run is complete at 768.
+    saved = tree_bytes(broken)
+    assert main(["--resume", str(broken), "--steps", "768"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "checkpoint 1024 of" in out and "resuming from checkpoint 768" in out
+    assert "nothing to do" in out and tree_bytes(broken) == saved
+    assert main(["--resume", str(broken), "--step", "1024"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "checkpoint 1024 of" in err and "Traceback" not in err
+    assert main(["--resume", str(straight), "--step", "768", "--steps", "512"]) == 2
+    assert "below the 768 steps" in capsys.readouterr().err
+    assert tree_bytes(broken) == saved
+    # A whole process: one line, none of Orbax's abandoned reads printed at exit.
+    argv = [sys.executable, "-m", "jaxrl.evaluate", str(broken), "--step", "1024"]
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr[-2000:]
+    assert "is unreadable" in done.stderr
 
 
 def test_restored_agent_acts(straight):

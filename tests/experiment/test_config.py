@@ -52,14 +52,14 @@ def test_saved_config_reproduces_itself(tmp_path):
     [
         (
             dict(agent="dqnn"),
-            "unknown agent 'dqnn'; available: a2c, ddpg, dqn, iqn, mdqn, ppo, pqn, qrdqn, rainbow, "
-            "random, sac, td3",
+            "unknown agent 'dqnn' (did you mean 'dqn'?); available: a2c, ddpg, dqn, iqn, mdqn, "
+            "ppo, pqn, qrdqn, rainbow, random, sac, td3",
         ),
         (dict(env="CartPol"), "CartPol"),
         (dict(overrides={"agent.learning_rate": 1.0}), "unknown option 'learning_rate'"),
         (dict(overrides={"agent.lr": "fast"}), "option 'lr': expected float"),
         (dict(overrides={"model.lr": 1.0}), "--agent.KEY, --env.KEY or --run.KEY"),
-        (dict(overrides={"run.steps": 0}), "steps must be in [1, inf), got 0"),
+        (dict(overrides={"run.steps": 0}), "steps must be in [1, 2147483647], got 0"),
         (dict(config_file="/nonexistent/config.yaml"), "does not exist"),
     ],
 )

@@ -50,7 +50,7 @@ def test_a_new_default_keeps_the_parents_range():
 @pytest.mark.parametrize(
     "cls, overrides, message",
     [
-        (RunConfig, {"steps": 0}, "run: steps must be in [1, inf), got 0"),
+        (RunConfig, {"steps": 0}, "run: steps must be in [1, 2147483647], got 0"),
         (RunConfig, {"eval_every": -1}, "run: eval_every must be in [0, inf), got -1"),
         (RunConfig, {"rollout_len": 0}, "run: rollout_len must be in [1, inf), got 0"),
         (SACConfig, {"alpha": 0.0}, "run: alpha must be in (0, inf), got 0.0"),

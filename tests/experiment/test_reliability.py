@@ -1,0 +1,463 @@
+"""Runs that never lie and never lose work (issue 13): the bad-input matrix (one stderr
+line, exit code 2, no traceback, no file written), the non-finite guard (exit code 3, the
+last finite checkpoint kept), SIGINT/SIGTERM (a checkpoint, the summary, exit 128 +
+signal), the run-directory lock, resume's checks, suggestions and help."""
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import yaml
+
+from jaxrl import evaluate, plot
+from jaxrl.experiment import guards
+from jaxrl.experiment.checkpoint import checkpoint_steps
+from jaxrl.experiment.lock import RunLock
+from jaxrl.train import main
+
+# The tiny DQN of tests/test_train.py (the same compiled program, from the XLA cache).
+TINY = [
+    "--agent", "dqn", "--env", "CartPole", "--num-envs", "4",
+    "--agent.hidden_sizes", "[8]",
+    "--agent.batch_size", "8",
+    "--agent.updates_per_rollout", "2",
+    "--agent.learning_starts", "64",
+    "--run.log_every", "256",
+    "--run.eval_every", "512",
+    "--run.eval_episodes", "2",
+    "--run.stop_return", "null",
+]  # fmt: skip
+
+
+def files(root):
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def one_line_error(capsys, fragment):
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert "Traceback" not in err
+    assert fragment in err, err
+    return err
+
+
+def _setup_files(tmp):
+    (tmp / "a_file").write_text("x")
+    (tmp / "empty.yaml").write_text("")
+    (tmp / "tagged.yaml").write_text("!!python/object:os.system\nagent: {}\n")
+    (tmp / "dqn.yaml").write_text("agent: {name: dqn, buffer_size: 100}\n")
+    (tmp / "edited.yaml").write_text("agent: {name: ppo, buffer_size: 100}\n")
+    run = tmp / "logs" / "dqn_CartPole-v1_s0_1"
+    run.mkdir(parents=True)
+    (run / "config.yaml").write_text("agent: {name: dqn}\n")
+
+
+TRAIN_CASES = [
+    # item 2: values out of range, one rule for every declared range
+    (["--agent.gamma", "1.5"], "gamma must be in [0, 1], got 1.5"),
+    (["--agent.lr", "-1"], "lr must be in (0, inf)"),
+    (["--agent.lr", "0"], "lr must be in (0, inf)"),
+    (["--agent.lr", "nan"], "lr must be in (0, inf), got nan"),
+    (["--agent.lr", "inf"], "lr must be in (0, inf), got inf"),
+    (["--agent.gamma", "nan"], "gamma must be in [0, 1]"),
+    (["--agent.epsilon_start", "2"], "epsilon_start must be in [0, 1]"),
+    (["--agent.eval_epsilon", "1.5"], "eval_epsilon must be in [0, 1]"),
+    (["--agent", "ppo", "--agent.gae_lambda", "2"], "gae_lambda must be in [0, 1]"),
+    (["--sweep", "agent.gamma=0.9,1.5"], "gamma must be in [0, 1], got 1.5"),
+    (["--agent.hidden_sizes", "[]"], "hidden_sizes needs at least 1 entries"),
+    (["--agent.hidden_sizes", "[0]"], "hidden_sizes must be in (0, inf)"),
+    (["--steps", "99999999999999"], "steps must be in [1, 2147483647]"),
+    (["--seed", "99999999999999999999"], "seed must be in [-2147483648, 2147483647]"),
+    (["--agent", "dqn", "--agent", "ppo"], "--agent is given twice"),
+    (["--agent.tau", "0"], "tau must be in (0, 1]"),
+    (["--agent.batch_size", "0"], "batch_size must be in [1, inf)"),
+    # item 6: cryptic errors and tracebacks
+    (["--agent.buffer_size", "10"], "agent.buffer_size 10 must hold one rollout"),
+    (["--logdir", "{tmp}/a_file"], "is a file; give a directory"),
+    (["--logdir", "{tmp}/a_file/runs"], "which is a file"),
+    (["--logdir", ""], "--logdir is empty"),
+    # item 7: errors found while tracing leave no run directory
+    (["--agent", "ppo", "--agent.num_minibatches", "3"], "not divisible by num_minibatches"),
+    (["--env", "Pong", "--seeds", "2"], "ale-py's XLA environments cannot be vmapped"),
+    # item 10 and 13: config files
+    (["--config", "{tmp}/empty.yaml"], "is empty"),
+    (["--config", ""], "--config is empty"),
+    (["--config", "{tmp}"], "is a directory"),
+    (["--config", "{tmp}/tagged.yaml"], "has a YAML tag at line 1 that safe loading refuses"),
+    (["--agent", "rainbow", "--config", "{tmp}/dqn.yaml"], "is for agent 'dqn', not 'rainbow'"),
+    (
+        ["--config", "{tmp}/edited.yaml"],
+        "unknown option 'buffer_size' for agent 'ppo': it is an option of",
+    ),
+    (["--resume", "{tmp}/logs"], "holds 1 run directories, not a run"),
+    (["--step", "5"], "--step selects the checkpoint a --resume continues from"),
+    # item 12: suggestions
+    (["--env", "Cartpol"], "unknown env 'Cartpol' (did you mean 'CartPole-v1'?)"),
+    (["--env", "CartPole-v0"], "(did you mean 'CartPole-v1'?)"),
+    (["--agent", "dqm"], "unknown agent 'dqm' (did you mean 'dqn'?)"),
+    (["--agent.lrr", "1"], "unknown option 'lrr' for agent 'dqn' (did you mean 'lr'?)"),
+    (["--agent.n_steps", "3"], "(did you mean 'n_step'?)"),
+    (["--checkpoint_every", "5"], "(did you mean '--checkpoint-every'?)"),
+    # part 4: names from other libraries meaning something else
+    (["--agent.target_net_update_fraction", "0.5"], "weighs the other network"),
+    (["--watchdog", "-1"], "--watchdog must be >= 0"),
+]
+
+
+@pytest.mark.parametrize("argv, fragment", TRAIN_CASES, ids=lambda v: str(v)[:40])
+def test_bad_train_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, argv, fragment):
+    _setup_files(tmp_path)
+    before = files(tmp_path)
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    logdir = [] if "--logdir" in argv else ["--logdir", str(tmp_path / "runs")]
+    steps = [] if "--steps" in argv else ["--steps", "512"]  # should a case ever run
+    assert main([*argv, *logdir, *steps]) == 2
+    one_line_error(capsys, fragment.replace("{tmp}", str(tmp_path)))
+    assert files(tmp_path) == before
+
+
+def test_unknown_env_lists_families_not_every_game(capsys):
+    assert main(["--env", "Cartpol"]) == 2
+    err = one_line_error(capsys, "classic control (CartPole-v1")
+    assert "Atari (104 envs" in err and "gym:ID" in err and "Pong" not in err
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--out", "{tmp}/missing/p.png"], "does not exist"),
+        (["--out", "{tmp}/p.xyz"], "unknown image type '.xyz'"),
+    ],
+)
+def test_bad_plot_output_is_one_line_exit_2(tmp_path, capsys, argv, fragment):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert plot.main([str(tmp_path), *argv]) == 2
+    one_line_error(capsys, fragment)
+    assert files(tmp_path) == []
+
+
+def test_guard_names_the_first_infinite_metric():
+    guard = guards.NonFiniteGuard()
+    metrics = {
+        "step": np.array([10, 20, 30, 40]),
+        "loss": np.array([np.nan, 1.0, np.inf, 2.0]),  # NaN: not computed that iteration
+        "q_mean": np.array([np.nan, np.nan, np.nan, -np.inf]),
+    }
+
+    def reference(metrics):  # the first (iteration, name) with an infinite value
+        hits = [
+            (i, k)
+            for k, v in metrics.items()
+            if k != "step"
+            for i, x in enumerate(v)
+            if np.isinf(x)
+        ]
+        return min(hits) if hits else None
+
+    assert guard.metric({k: v for k, v in metrics.items() if k != "step"})[:2] == reference(metrics)
+    with pytest.raises(guards.NonFinite, match=r"non-finite loss = inf at step 30"):
+        guard.check({"params": jnp.ones(2)}, metrics, 40)
+    # Batched [members, iterations]: the earliest iteration of any member.
+    batched = {"step": np.array([[1, 2], [1, 2]]), "loss": np.array([[1.0, 1.0], [1.0, np.inf]])}
+    with pytest.raises(guards.NonFinite, match="at step 2"):
+        guard.check({"params": jnp.ones(2)}, batched, 2)
+    nan_only = {"step": np.array([1, 2]), "loss": np.array([np.nan, np.nan])}
+    guard.check({"params": jnp.ones(2)}, nan_only, 2)  # NaN alone is "not computed"
+
+
+def test_guard_checks_the_agent_state_but_not_the_replay_buffer():
+    from jaxrl.buffers.replay import ReplayState
+
+    state = {
+        "buffer": ReplayState(data=jnp.full((3,), jnp.nan), position=jnp.int32(0), size=0),
+        "hparams": {"value_loss_clip": jnp.float32(jnp.inf)},  # "no clip", not divergence
+        "params": {"w": jnp.ones((2, 2)), "b": jnp.array([0.0, jnp.nan])},
+        "step": jnp.int32(3),
+    }
+    flat = jax.tree_util.tree_leaves_with_path(state)
+    expected = [  # the reference: float leaves outside the buffer that hold a NaN or inf
+        jax.tree_util.keystr(p)
+        for p, x in flat
+        if "buffer" not in jax.tree_util.keystr(p)
+        and "hparams" not in jax.tree_util.keystr(p)
+        and np.issubdtype(np.asarray(x).dtype, np.floating)
+        and not np.isfinite(np.asarray(x)).all()
+    ]
+    assert guards.first_nonfinite_leaf(state) == expected[0] == "['params']['b']"
+    state["params"]["b"] = jnp.zeros(2)
+    assert guards.first_nonfinite_leaf(state) is None
+    with pytest.raises(guards.NonFinite):
+        guards.check_finite_state({"w": jnp.array([jnp.inf])}, "checkpoint 5")
+
+
+def test_divergence_stops_with_exit_3_and_keeps_the_finite_checkpoints(tmp_path, capsys):
+    from jaxrl.experiment.checkpoint import CHECKPOINT_DIR, CheckpointWriter, load
+    from jaxrl.experiment.setup import build
+
+    # 512 finite steps of the tiny DQN of tests/test_train.py (its programs are cached) ...
+    logdir = tmp_path / "runs"
+    argv = [*TINY, "--steps", "512", "--checkpoint-every", "256", "--keep", "1"]
+    assert main([*argv, "--logdir", str(logdir)]) == 0
+    (run,) = logdir.iterdir()
+    # ... whose saved learning rate is then 1e30, as --agent.lr 1e30 would have made it (the
+    # learning rate is a hyperparameter in the state): the resumed run diverges at once.
+    saved = load(run, build(run).saved_shape())
+    hparams = saved.state.agent_state.hparams
+    hparams = hparams.replace(lr=jnp.full_like(hparams.lr, 1e30))
+    agent_state = saved.state.agent_state.replace(hparams=hparams)
+    shutil.rmtree(run / CHECKPOINT_DIR / "512")
+    with CheckpointWriter(run, keep=1) as writer:
+        writer.save(512, saved.state.replace(agent_state=agent_state), saved.meta)
+    capsys.readouterr()
+    assert main(["--resume", str(run), "--steps", "2048"]) == 3
+    err = one_line_error(capsys, "error: non-finite ")
+    step = int(err.split(" at step ")[1].split(";")[0].replace(",", ""))
+    assert 512 < step <= 768 and "last finite checkpoint is kept" in err
+    assert checkpoint_steps(run) == [512]  # --keep 1 kept the finite one, not a NaN one
+    assert yaml.safe_load((run / "summary.yaml").read_text())["steps"] == 512  # no new one
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [256, 512, 768]  # the row that shows it is kept
+
+    # A diverged checkpoint (as runs saved before the guard): evaluate refuses it.
+    params = jax.tree.map(lambda x: x * np.nan, agent_state.params)
+    diverged = saved.state.replace(agent_state=agent_state.replace(params=params))
+    with CheckpointWriter(run, keep=2) as writer:
+        writer.save(1024, diverged, saved.meta)
+    assert evaluate.main([str(run), "--episodes", "2"]) == 3
+    one_line_error(capsys, "checkpoint 1024 of")
+
+
+def _signal_when_rows(run_parent, signum, rows=1):
+    """Sends ``signum`` to this process once a run under ``run_parent`` wrote ``rows``."""
+
+    def wait():
+        while True:
+            done = [p for p in run_parent.glob("*/metrics.jsonl") if p.read_text().count("\n")]
+            if done and done[0].read_text().count("\n") >= rows:
+                os.kill(os.getpid(), signum)
+                return
+            time.sleep(0.05)
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_sigterm_saves_writes_the_summary_and_says_how_to_resume(tmp_path, capsys):
+    logdir = tmp_path / "runs"
+    thread = _signal_when_rows(logdir, signal.SIGTERM)
+    argv = [*TINY, "--steps", "1000000", "--checkpoint-every", "1000", "--logdir", str(logdir)]
+    assert main(argv) == 143
+    thread.join()
+    out, err = capsys.readouterr()
+    # Item 16: rounding to whole chunks of 256 env steps is said, not silent.
+    out = " ".join(out.split())
+    assert "note: steps 1,000,000 rounded up to 1,000,192" in out
+    assert "checkpoints at the first chunk end past every 1,000" in out
+    assert err.count("\n") == 1 and "Traceback" not in err
+    (run,) = logdir.iterdir()
+    assert "stopped by SIGTERM at step" in err and f"--resume {run}" in err
+    summary = yaml.safe_load((run / "summary.yaml").read_text())
+    (step,) = checkpoint_steps(run)
+    assert summary["steps"] == step > 0 and step % 256 == 0
+    rows = (run / "metrics.jsonl").read_text().splitlines()
+    assert json.loads(rows[-1])["step"] == step
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
+
+    # Item 4: a second writer of the same run gets one line; nothing changes.
+    config = (run / "config.yaml").read_text()
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    with RunLock(run):
+        assert main(["--resume", str(run)]) == 2
+        one_line_error(capsys, "is in use by another process")
+    # Item 9: --steps below what is done is refused; config.yaml keeps describing the run.
+    assert main(["--resume", str(run), "--steps", str(step - 256)]) == 2
+    one_line_error(capsys, f"is below the {step:,} steps")
+    # Item 5: a resume without the metrics rows the checkpoint recorded is refused.
+    jsonl = (run / "metrics.jsonl").read_bytes()
+    (run / "metrics.jsonl").unlink()
+    assert main(["--resume", str(run)]) == 2
+    one_line_error(capsys, "metrics.jsonl' is missing but the checkpoint recorded")
+    (run / "metrics.jsonl").write_bytes(jsonl)
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+    assert (run / "config.yaml").read_text() == config
+
+
+ABORT_SCRIPT = """
+import signal, sys, time
+from jaxrl.experiment.guards import StopSignals
+with StopSignals() as s:
+    s.abort_message = lambda: "aborted in the chunk"
+    print("ready", flush=True)
+    while True:
+        time.sleep(0.01)
+"""
+
+
+def test_a_second_signal_aborts_at_once_with_one_line():
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ABORT_SCRIPT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    assert proc.stdout.readline() == "ready\n"
+    proc.send_signal(signal.SIGINT)
+    assert proc.stdout.readline().startswith("SIGINT: stopping after this chunk")
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait() == 130
+    assert proc.stderr.read() == "error: aborted in the chunk\n"
+
+
+def test_agent_help_lists_options_with_defaults_and_meanings(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--agent", "dqn", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    gamma = next(line for line in out.splitlines() if line.split()[:1] == ["gamma"])
+    assert gamma.split()[1] == "0.99" and "[0, 1]" in gamma and "discount" in gamma
+    assert len([line for line in out.splitlines() if line.startswith("  ")]) == 21
+
+
+def test_jaxrl_checkpoint_needs_no_import_of_its_own(monkeypatch):
+    import jaxrl
+
+    monkeypatch.delattr(jaxrl, "checkpoint", raising=False)
+    monkeypatch.delitem(sys.modules, "jaxrl.checkpoint", raising=False)
+    assert jaxrl.checkpoint.restore.__name__ == "restore"  # README: import jaxrl; jaxrl.checkpoint
+
+
+def test_watchdog_ends_a_stalled_chunk_with_one_line_and_the_stacks(tmp_path, capsys, monkeypatch):
+    from jaxrl.experiment import driver
+
+    exited = threading.Event()
+    codes = []
+
+    def fake_exit(code):  # os._exit, which would end pytest too
+        codes.append(code)
+        exited.set()
+
+    def stalled_chunk(runner, state):  # a chunk that makes no progress, as a wedged program
+        def run_chunk(state):
+            exited.wait()
+            raise SystemExit(codes[0])
+
+        return run_chunk
+
+    monkeypatch.setattr(guards.os, "_exit", fake_exit)
+    monkeypatch.setattr(driver, "compile_chunk", stalled_chunk)
+    logdir = tmp_path / "runs"
+    with pytest.raises(SystemExit) as exit_:
+        main([*TINY, "--steps", "512", "--watchdog", "0.5", "--logdir", str(logdir)])
+    assert exit_.value.code == codes[0] == guards.WEDGED_EXIT
+    (run,) = logdir.iterdir()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: chunk 1 made no progress for ")
+    assert f"{run}/watchdog-stacks.txt" in err and f"--resume {run}" in err
+    stacks = (run / "watchdog-stacks.txt").read_text()
+    assert "stalled for" in stacks and "in run_chunk" in stacks  # the stuck frame
+
+
+@pytest.mark.parametrize(
+    "agent, given, saved",
+    [
+        ("dqn", {"discount_rate": 0.9}, {"gamma": 0.9}),
+        ("dqn", {"min_replay_history": 5, "test_epsilon": 0.01}, {"learning_starts": 5}),
+        ("rainbow", {"std_init": 0.1, "atoms": 21}, {"sigma0": 0.1, "num_atoms": 21}),
+        ("sac", {"target_q_tau": 0.01, "t_entropy": -2.0}, {"tau": 0.01, "target_entropy": -2.0}),
+        ("ppo", {"discount": 0.95}, {"gamma": 0.95}),
+    ],
+)
+def test_option_names_from_other_libraries_are_aliases(agent, given, saved):
+    from jaxrl.agents import resolve_config
+
+    resolved = resolve_config(agent, given)
+    assert {k: resolved[k] for k in saved} == saved and not set(given) & set(resolved)
+
+
+@pytest.mark.parametrize(
+    "agent, given, fragment",
+    [
+        ("rainbow", {"beta": 0.5}, "RLHive's 'beta' is the priority exponent, jaxrl's 'alpha'"),
+        ("dqn", {"target_net_update_fraction": 0.5}, "weighs the other network"),
+        ("dqn", {"grad_clip": 1.0}, "clips each gradient element"),
+        ("ppo", {"entropy_weight": -0.01}, "machin's 'entropy_weight' has the opposite sign"),
+        ("dqn", {"gamma": 0.9, "discount_rate": 0.9}, "name the same option"),
+    ],
+)
+def test_option_names_that_mean_something_else_are_refused(agent, given, fragment):
+    from jaxrl.agents import resolve_config
+    from jaxrl.types import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(fragment)):
+        resolve_config(agent, given)
+
+
+def _outside(spec):
+    """A value just outside ``spec`` (a ``validation.Range``), or None if it has no bound."""
+    if spec.low is not None:
+        return spec.low if spec.low_open else spec.low - 1
+    if spec.high is not None:
+        return spec.high if spec.high_open else spec.high + 1
+    return None
+
+
+def _configs():
+    from jaxrl import agents
+    from jaxrl.runners import RunConfig
+
+    named = [(f"agent '{n}'", agents.entry(n).config) for n in agents.available()]
+    return [("run", RunConfig), *[(w, c) for w, c in named if c is not None]]
+
+
+@pytest.mark.parametrize("where, cls", _configs(), ids=lambda v: str(v)[:20])
+def test_every_declared_range_is_checked_by_the_one_validation_path(where, cls):
+    """Walks every field of every agent's config and of RunConfig: a value outside its
+    declared range is one ConfigError naming the field; every numeric field (but the few
+    that take any real) declares a range. (Environments take keyword arguments, checked
+    by their factories, not declared ranges.)"""
+    import typing
+
+    from jaxrl.types import ConfigError
+    from jaxrl.validation import build_config, declared_range, field_types
+
+    any_real = {"log_std_init", "v_min", "v_max", "stop_return"}
+    checked = 0
+    for name, tp in field_types(cls).items():
+        spec = declared_range(cls, name)
+        kinds = {tp, *typing.get_args(tp)}
+        if spec is None:
+            numeric = kinds & {int, float} or typing.get_origin(tp) is tuple
+            assert not numeric or name in any_real, f"{where}: {name} declares no range"
+            continue
+        bad = _outside(spec)
+        if bad is None:
+            continue
+        value = [bad] if typing.get_origin(tp) is tuple else bad
+        with pytest.raises(ConfigError, match=rf"{name} must be in"):
+            build_config(cls, {name: value}, where)
+        if spec.min_len:
+            with pytest.raises(ConfigError, match=rf"{name} needs at least {spec.min_len}"):
+                build_config(cls, {name: []}, where)
+        checked += 1
+    assert checked >= min(5, len(field_types(cls)))
+
+
+def test_plot_refuses_a_seed_counted_twice(tmp_path, capsys):
+    """Item 16: a --seeds 3 run and a separate seed-0 run of the same config: seed 0 is
+    one seed, not two; the plot says which runs hold it instead of counting it twice."""
+    from tests.test_plot import write_run
+
+    rows = [{"step": s, "episode_return": 1.0, "seed": k} for s in (1, 2) for k in (0, 1, 2)]
+    write_run(tmp_path / "seeds3", 0, rows)
+    write_run(tmp_path / "seed0", 0, [{"step": s, "episode_return": 2.0} for s in (1, 2)])
+    assert plot.main([str(tmp_path / "seeds3"), str(tmp_path / "seed0")]) == 2
+    one_line_error(capsys, "seed 0 of dqn on CartPole-v1 is in two runs")
