@@ -24,7 +24,8 @@ AGENTS = list(agents.available())
 
 
 def fits(agent: str, discrete: bool) -> bool:
-    discrete_only, continuous_only = {"dqn", "rainbow"}, {"sac", "td3", "ddpg"}
+    discrete_only = {"dqn", "rainbow", "qrdqn", "iqn", "mdqn", "pqn"}
+    continuous_only = {"sac", "td3", "ddpg"}
     return agent not in (continuous_only if discrete else discrete_only)
 
 
@@ -54,7 +55,7 @@ def test_every_agent_builds_on_every_env_it_fits(env, spaces):
             continue
         cfg = resolve(agent=agent, env=env)
         setup = build_setup(cfg, Launch())
-        if env not in TRACED or agent not in ("ppo", "a2c", "random"):
+        if env not in TRACED or agent not in ("ppo", "a2c", "pqn", "random"):
             continue
         state = jax.eval_shape(setup.runner.init, jax.random.PRNGKey(0))
         _, metrics = jax.eval_shape(setup.runner.run_chunk, state)
