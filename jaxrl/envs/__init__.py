@@ -98,6 +98,7 @@ GROUP_TITLES = {
     "minatar": "MinAtar",
     "mujoco": "MuJoCo (Brax)",
     "atari": "Atari",
+    "games": "board games",
 }
 
 
@@ -319,6 +320,7 @@ register(
     "Tic-tac-toe (pgx; jaxrl[games]): 2 players, turns, obs [3, 3, 2] + action_mask, "
     "Discrete(9); train with --self-play.",
     aliases=("TicTacToe",),
+    family="games",
 )
 register(
     "connect_four",
@@ -326,4 +328,5 @@ register(
     "Connect Four (pgx; jaxrl[games]): 2 players, turns, obs [6, 7, 2] + action_mask, "
     "Discrete(7); train with --self-play.",
     aliases=("ConnectFour",),
+    family="games",
 )

@@ -3,6 +3,7 @@ line, exit code 2, no traceback, no file written), the non-finite guard (exit co
 last finite checkpoint kept), SIGINT/SIGTERM (a checkpoint, the summary, exit 128 +
 signal), the run-directory lock, resume's checks, suggestions and help."""
 
+import dataclasses
 import json
 import os
 import re
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 import yaml
 
-from jaxrl import evaluate, plot
+from jaxrl import agents, evaluate, plot
 from jaxrl.experiment import guards
 from jaxrl.experiment.checkpoint import checkpoint_steps
 from jaxrl.experiment.lock import RunLock
@@ -324,7 +325,8 @@ def test_agent_help_lists_options_with_defaults_and_meanings(capsys):
     out = capsys.readouterr().out
     gamma = next(line for line in out.splitlines() if line.split()[:1] == ["gamma"])
     assert gamma.split()[1] == "0.99" and "[0, 1]" in gamma and "discount" in gamma
-    assert len([line for line in out.splitlines() if line.startswith("  ")]) == 21
+    options = dataclasses.fields(agents.entry("dqn").config)
+    assert len([line for line in out.splitlines() if line.startswith("  ")]) == len(options)
 
 
 def test_jaxrl_checkpoint_needs_no_import_of_its_own(monkeypatch):
@@ -429,7 +431,8 @@ def test_every_declared_range_is_checked_by_the_one_validation_path(where, cls):
     from jaxrl.types import ConfigError
     from jaxrl.validation import build_config, declared_range, field_types
 
-    any_real = {"log_std_init", "v_min", "v_max", "stop_return"}
+    # support bounds (C51's v_min/v_max, HL-Gauss's min_value/max_value) take any real
+    any_real = {"log_std_init", "v_min", "v_max", "min_value", "max_value", "stop_return"}
     checked = 0
     for name, tp in field_types(cls).items():
         spec = declared_range(cls, name)
