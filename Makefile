@@ -30,8 +30,10 @@ format: $(DEV_STAMP)
 	$(PY) -m ruff format jaxrl tests benchmarks
 	$(PY) -m ruff check --fix jaxrl tests benchmarks
 
+# Two workers, one test file each at a time (module fixtures stay within a worker): on the
+# 2-core CI machine most of the suite is single-threaded compilation.
 test: lint
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2 --dist loadfile
 
 bench: $(STAMP)
 	$(PY) benchmarks/dqn_cartpole.py
