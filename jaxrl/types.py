@@ -33,7 +33,17 @@ Contracts v2 (what every later capability builds on):
   ``obs`` in ``info["current_player"]`` ``[N]`` int32 and takes one action ``[N]``; a
   simultaneous-move env gives every leaf of ``obs`` a ``[N, num_players, ...]`` layout and
   takes actions ``[N, num_players, ...]``. Stitching each player's transitions across the
-  other players' turns is the multi-agent runner's business, not the agents'.
+  other players' turns is the multi-agent runner's business, not the agents'
+  (``runners/self_play.py``).
+* **State shared by members.** A counter in a state dataclass that every member of a
+  vmapped ``--seeds``/``--sweep`` run has in common (env steps given to ``update``, a
+  replay ring's ``position``/``size``, a runner's chunk) is declared ``shared_field()``;
+  ``member_axes`` maps it to ``None``, so it stays unbatched and a ``lax.cond`` on it stays
+  a real branch under ``vmap``. ``take_member`` picks one member of a batched state.
+* **Per-env leaves are split over devices.** Every leaf whose leading axis is
+  ``num_envs`` (env state, observations, carry) may be split over a device mesh while the
+  agent state is replicated (``runners/devices.py``, ``--devices``); so an agent must not
+  mix envs except through reductions (means, sums) that ``jax.jit`` can partition.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
+from jaxrl.evaluate import with_epsilon
 from jaxrl.types import Agent, EnvSpec
 
 FORMATS = ("stablehlo", "onnx")
@@ -47,10 +47,8 @@ def greedy_policy(
     """``(fn, inputs)``: ``fn(**inputs) -> (action, *carry)``, the greedy act with the
     state inside, and ``{name: ShapeDtypeStruct}`` of its inputs for ``batch_size`` envs.
     """
-    hparams = getattr(agent_state, "hparams", None)
-    if hparams is not None and hasattr(hparams, "eval_epsilon"):
-        eps = jnp.zeros_like(hparams.eval_epsilon)
-        agent_state = agent_state.replace(hparams=hparams.replace(eval_epsilon=eps))
+    if hasattr(getattr(agent_state, "hparams", None), "eval_epsilon"):
+        agent_state = with_epsilon(agent_state, 0.0)
     carry0 = agent.init_carry(batch_size)
     carry_leaves, carry_tree = jax.tree.flatten(carry0)
     names = input_names(spec, carry0)
