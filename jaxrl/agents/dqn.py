@@ -27,6 +27,27 @@ from jaxrl.validation import build_config
 
 
 @dataclasses.dataclass(frozen=True)
+class DopamineConfig(QLearningConfig):
+    """The Atari defaults that Dopamine's JAX agents share (Castro et al. 2018;
+    ``dopamine/jax/agents/*/configs/*.gin``): a 1M-transition replay, batch 32, learning
+    from 20,000 steps (``min_replay_history``), the target copied every 8,000 steps,
+    epsilon 1 -> 0.01 (0.001 when evaluating), a 512-unit dense layer, no gradient
+    clipping, and the Adam of QR-DQN and M-DQN (5e-5, eps 3.125e-4 = 0.01 / 32). QR-DQN,
+    IQN, M-DQN and Rainbow derive from it and declare only what differs."""
+
+    lr: float = 5e-5
+    adam_eps: float = 3.125e-4
+    buffer_size: int = 1_000_000
+    batch_size: int = 32
+    learning_starts: int = 20_000
+    target_update_period: int = 8_000
+    epsilon_end: float = 0.01
+    eval_epsilon: float = 0.001
+    hidden_sizes: tuple[int, ...] = (512,)
+    max_grad_norm: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class DQNConfig(QLearningConfig):
     """DQN options. Defaults follow CleanRL's ``dqn.py`` (classic control), itself after
     Mnih et al. 2015, except where noted; names follow RLHive where it has one.

@@ -15,14 +15,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jaxrl.agents.q_learning import QLearningConfig, make_q_agent, make_replay
+from jaxrl.agents.dqn import DopamineConfig
+from jaxrl.agents.q_learning import make_q_agent, make_replay
 from jaxrl.agents.value_heads import munchausen_head
 from jaxrl.types import Agent, ConfigError, EnvSpec
 from jaxrl.validation import build_config, option
 
 
 @dataclasses.dataclass(frozen=True)
-class MDQNConfig(QLearningConfig):
+class MDQNConfig(DopamineConfig):
     """M-DQN options; the ``QLearningConfig`` ones as in ``DQNConfig``.
 
     Attributes:
@@ -44,16 +45,6 @@ class MDQNConfig(QLearningConfig):
     m_alpha: float = option(0.9, ge=0)
     m_tau: float = option(0.03, gt=0)
     l_0: float = option(-1.0, lt=0)
-    lr: float = 5e-5
-    adam_eps: float = 3.125e-4
-    buffer_size: int = 1_000_000
-    batch_size: int = 32
-    learning_starts: int = 20_000
-    target_update_period: int = 8_000
-    epsilon_end: float = 0.01
-    eval_epsilon: float = 0.001
-    hidden_sizes: tuple[int, ...] = (512,)
-    max_grad_norm: float | None = None
 
 
 def make_mdqn(spec: EnvSpec, **overrides: Any) -> Agent:

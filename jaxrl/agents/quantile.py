@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from jaxrl.agents.dqn import DopamineConfig
 from jaxrl.agents.q_learning import QLearningConfig, make_q_agent, make_replay
 from jaxrl.agents.value_heads import implicit_quantile_head, quantile_head
 from jaxrl.types import Agent, ConfigError, EnvSpec
@@ -21,7 +22,7 @@ from jaxrl.validation import build_config, option
 
 
 @dataclasses.dataclass(frozen=True)
-class QRDQNConfig(QLearningConfig):
+class QRDQNConfig(DopamineConfig):
     """QR-DQN options; the ``QLearningConfig`` ones as in ``DQNConfig``, with Dopamine's
     ``quantile.gin`` defaults.
 
@@ -44,16 +45,6 @@ class QRDQNConfig(QLearningConfig):
     num_quantiles: int = option(200, ge=1)
     kappa: float = option(1.0, ge=0)
     n_step: int = 3
-    lr: float = 5e-5
-    adam_eps: float = 3.125e-4
-    buffer_size: int = 1_000_000
-    batch_size: int = 32
-    learning_starts: int = 20_000
-    target_update_period: int = 8_000
-    epsilon_end: float = 0.01
-    eval_epsilon: float = 0.001
-    hidden_sizes: tuple[int, ...] = (512,)
-    max_grad_norm: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)

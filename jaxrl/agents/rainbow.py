@@ -19,11 +19,11 @@ import dataclasses
 from typing import Any, Literal
 
 from jaxrl.agents import q_learning
+from jaxrl.agents.dqn import DopamineConfig
 from jaxrl.agents.q_learning import (
     Exploration,
     Prioritization,
     PrioritizedHparams,
-    QLearningConfig,
     QLearningState,
     make_q_agent,
     make_replay,
@@ -38,7 +38,7 @@ RainbowHparams = PrioritizedHparams
 
 
 @dataclasses.dataclass(frozen=True)
-class RainbowConfig(QLearningConfig):
+class RainbowConfig(DopamineConfig):
     """Rainbow options; defaults are Hessel et al. 2018's Atari settings (Table 1) unless
     noted. Environment steps are agent steps (Atari frames / 4).
 
@@ -103,16 +103,8 @@ class RainbowConfig(QLearningConfig):
     beta_decay_steps: int = option(12_500_000, ge=0)
     priority_eps: float = option(1e-6, ge=0)
     storage: Literal["auto", "full", "compact"] = "auto"
-    hidden_sizes: tuple[int, ...] = (512,)
     lr: float = 6.25e-5
     adam_eps: float = 1.5e-4
-    buffer_size: int = 1_000_000
-    batch_size: int = 32
-    learning_starts: int = 20_000
-    target_update_period: int = 8_000
-    epsilon_end: float = 0.01
-    eval_epsilon: float = 0.001
-    max_grad_norm: float | None = None
 
     def __post_init__(self):
         super().__post_init__()
