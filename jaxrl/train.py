@@ -127,6 +127,21 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         help="split the envs over N local devices, or 'all' (default 1; JAX-native envs)",
     )
     parser.add_argument(
+        "--actor-threads",
+        type=int,
+        metavar="K",
+        help="Sebulba: K actor threads feed a learner through a queue (IMPALA; JAX-native envs)",
+    )
+    parser.add_argument(
+        "--queue-size", type=int, metavar="Q", help="with --actor-threads: rollouts queued (2)"
+    )
+    parser.add_argument(
+        "--sync-actors",
+        action="store_true",
+        default=None,
+        help="with --actor-threads: no policy lag, repeatable bit for bit",
+    )
+    parser.add_argument(
         "--self-play",
         action="store_true",
         default=None,
@@ -224,6 +239,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             loggers=["tensorboard"] if args.log is None else _names(args.log),
             devices=_devices(args.devices),
             watchdog=3600.0 if args.watchdog is None else args.watchdog,
+            actor_threads=args.actor_threads or 0,
+            queue_size=2 if args.queue_size is None else args.queue_size,
+            sync_actors=bool(args.sync_actors),
         )
 
         cfg = resolve(

@@ -89,7 +89,7 @@ def make(name: str, spec: EnvSpec, **overrides: Any) -> Agent:
 
 
 def _register_builtins() -> None:
-    from jaxrl.agents import a2c, dqn, ppo, rainbow, random_agent
+    from jaxrl.agents import a2c, dqn, impala, ppo, rainbow, random_agent
 
     register(
         "dqn",
@@ -117,6 +117,13 @@ def _register_builtins() -> None:
         config=a2c.A2CConfig,
         description="synchronous advantage actor-critic (Mnih et al. 2016), discrete or "
         "continuous actions",
+    )
+    register(
+        "impala",
+        impala.make_impala,
+        config=impala.IMPALAConfig,
+        description="IMPALA's learner (Espeholt et al. 2018): actor-critic with V-trace "
+        "targets; stale actors with --actor-threads",
     )
     register(
         "random",

@@ -252,9 +252,32 @@ def make_network(spec: EnvSpec, cfg: ActorCriticConfig) -> ActorCritic:
     )
 
 
-def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objective, name: str):
-    """Builds the ``Agent`` of an actor-critic learner for ``spec`` (see the module
-    docstring); raises ``ConfigError`` for an action space it cannot handle."""
+class ActorCriticParts(NamedTuple):
+    """What every actor-critic learner built on ``ActorCritic`` shares, whatever its update:
+
+    network: the ``ActorCritic`` module; optimizer: ``make_optimizer``'s; discrete: the
+    action space is ``Discrete``; norm_obs: ``(state, obs) -> obs`` with the main array
+    normalized when the config asks; policy: ``(params, obs) -> (dist, value)`` on
+    normalized observations, illegal actions masked; log_prob_entropy: ``(dist, action)
+    -> (log_prob, entropy)``, elementwise; init: ``(key) -> ActorCriticState``; act: the
+    ``Agent.act`` (extras ``log_prob``, ``value`` and, for Box actions, ``raw_action``).
+    """
+
+    network: ActorCritic
+    optimizer: optax.GradientTransformationExtraArgs
+    discrete: bool
+    norm_obs: Callable[[Any, Any], Any]
+    policy: Callable[[Any, Any], tuple[Any, Array]]
+    log_prob_entropy: Callable[[Any, Array], tuple[Array, Array]]
+    init: Callable[[Array], Any]
+    act: Callable[..., Any]
+
+
+def actor_critic_parts(
+    spec: EnvSpec, cfg: ActorCriticConfig, hparams: Callable[[Any], Any], name: str
+) -> ActorCriticParts:
+    """The shared parts of an actor-critic learner for ``spec`` (``hparams(cfg)`` fills the
+    state's hyperparameters); raises ``ConfigError`` for an action space it cannot handle."""
     space = spec.action_space
     if isinstance(space, Box) and len(space.shape) != 1:
         raise ConfigError(f"agent '{name}' needs a 1-D Box action space, got {space}")
@@ -278,6 +301,12 @@ def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objectiv
         dist, value = network.apply(params, main_obs(obs))
         return (D.categorical_mask(dist, action_mask(obs)) if discrete else dist), value
 
+    def log_prob_entropy(dist: Any, action: Array) -> tuple[Array, Array]:
+        if discrete:
+            return D.categorical_log_prob(dist, action), D.categorical_entropy(dist)
+        mean, log_std = dist
+        return D.gaussian_log_prob(mean, log_std, action), D.gaussian_entropy(mean, log_std)
+
     def init(key: Array) -> ActorCriticState:
         params = network.init(key, jnp.zeros((1, *spec.obs_shape), spec.obs_dtype))
         return ActorCriticState(
@@ -288,7 +317,7 @@ def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objectiv
             discounted_return=jnp.zeros((spec.num_envs,), jnp.float32),
             step=jnp.zeros((), jnp.int32),
             updates=jnp.zeros((), jnp.int32),
-            hparams=objective.hparams(cfg),
+            hparams=hparams(cfg),
         )
 
     def act(state: ActorCriticState, obs: Any, carry, key: Array, explore: bool = True):
@@ -302,14 +331,20 @@ def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objectiv
         extras = {"log_prob": D.gaussian_log_prob(mean, log_std, raw), "value": value}
         return jnp.clip(raw, low, high), carry, {**extras, "raw_action": raw}
 
+    return ActorCriticParts(
+        network, optimizer, discrete, norm_obs, policy, log_prob_entropy, init, act
+    )
+
+
+def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objective, name: str):
+    """Builds the ``Agent`` of an actor-critic learner for ``spec`` (see the module
+    docstring); raises ``ConfigError`` for an action space it cannot handle."""
+    parts = actor_critic_parts(spec, cfg, objective.hparams, name)
+    network, optimizer, discrete, norm_obs, policy = parts[:5]
+
     def loss_fn(params: Any, hparams: Any, mb: RolloutBatch):
         dist, value = policy(params, mb.obs)
-        if discrete:
-            log_prob, entropy = D.categorical_log_prob(dist, mb.action), D.categorical_entropy(dist)
-        else:
-            mean, log_std = dist
-            log_prob = D.gaussian_log_prob(mean, log_std, mb.action)
-            entropy = D.gaussian_entropy(mean, log_std)
+        log_prob, entropy = parts.log_prob_entropy(dist, mb.action)
         advantage = normalize_advantages(mb.advantage) if cfg.normalize_advantage else mb.advantage
         losses = objective.loss(log_prob, value, mb, advantage, hparams)
         entropy = entropy.mean()
@@ -331,7 +366,7 @@ def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objectiv
                 f"num_minibatches = {num_minibatches}"
             )
         obs, next_obs = norm_obs(state, rollout.obs), norm_obs(state, rollout.next_obs)
-        return_stats, discounted_return, reward = _learning_rewards(cfg, state, rollout)
+        return_stats, discounted_return, reward = learning_rewards(cfg, state, rollout)
         next_value = network.apply(state.params, main_obs(next_obs), method=ActorCritic.critic)
         value = rollout.extras["value"]
         advantage, target = gae(
@@ -341,33 +376,64 @@ def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objectiv
         batch = flatten(
             RolloutBatch(obs, action, rollout.extras["log_prob"], value, advantage, target)
         )
-        lr = scheduled_lr(cfg, h.lr, state.step)
-        if cfg.anneal_lr and cfg.total_steps is not None:
-            lr = lr * jnp.maximum(0.0, 1.0 - state.step.astype(jnp.float32) / cfg.total_steps)
+        lr = learning_rate(cfg, state)
         step = gradient_step(loss_fn, optimizer, h, lr)
         carry = (state.params, state.opt_state)
         (params, opt_state), aux = run_epochs(key, carry, batch, step, epochs, num_minibatches)
-        obs_stats = state.obs_stats
-        if cfg.normalize_obs:
-            obs_stats = update_running_stats(obs_stats, main_obs(rollout.obs))
-        state = state.replace(
-            params=params,
-            opt_state=opt_state,
-            obs_stats=obs_stats,
-            return_stats=return_stats,
-            discounted_return=discounted_return,
-            step=state.step + env_steps,
-            updates=state.updates + epochs * num_minibatches,
+        state = after_update(
+            cfg,
+            state,
+            rollout,
+            params,
+            opt_state,
+            return_stats,
+            discounted_return,
+            epochs * num_minibatches,
         )
         names = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
         metrics = {k: v.mean() for k, v in zip(names, aux, strict=True)}
         metrics["lr"] = lr
         return state, metrics
 
-    return Agent(init=init, act=act, update=update)
+    return Agent(init=parts.init, act=parts.act, update=update)
 
 
-def _learning_rewards(cfg: ActorCriticConfig, state: ActorCriticState, rollout: Transition):
+def learning_rate(cfg: ActorCriticConfig, state: ActorCriticState) -> Array:
+    """The learning rate of the next update: the state's (swept) ``lr`` through the
+    config's schedule, and annealed linearly to 0 over ``total_steps`` with ``anneal_lr``."""
+    lr = scheduled_lr(cfg, state.hparams.lr, state.step)
+    if cfg.anneal_lr and cfg.total_steps is not None:
+        lr = lr * jnp.maximum(0.0, 1.0 - state.step.astype(jnp.float32) / cfg.total_steps)
+    return lr
+
+
+def after_update(
+    cfg: ActorCriticConfig,
+    state: ActorCriticState,
+    rollout: Transition,
+    params: Any,
+    opt_state: Any,
+    return_stats: RunningMeanStd,
+    discounted_return: Array,
+    gradient_steps: int,
+) -> ActorCriticState:
+    """``state`` after an update on ``rollout``: new parameters and optimizer state, the
+    observation and reward statistics, and the counters advanced."""
+    obs_stats = state.obs_stats
+    if cfg.normalize_obs:
+        obs_stats = update_running_stats(obs_stats, main_obs(rollout.obs))
+    return state.replace(
+        params=params,
+        opt_state=opt_state,
+        obs_stats=obs_stats,
+        return_stats=return_stats,
+        discounted_return=discounted_return,
+        step=state.step + rollout.reward.shape[0] * rollout.reward.shape[1],
+        updates=state.updates + gradient_steps,
+    )
+
+
+def learning_rewards(cfg: ActorCriticConfig, state: ActorCriticState, rollout: Transition):
     """``(return_stats, discounted_return, reward)``: the rollout's rewards clipped and
     scaled as the config asks, and the reward-scaling statistics after them."""
     reward, return_stats, discounted_return = rollout.reward, state.return_stats, None

@@ -22,10 +22,12 @@ import numpy as np
 import yaml
 
 from jaxrl import agents, envs, runners
+from jaxrl.envs.gymnasium import HostEnv
 from jaxrl.experiment import sweep
 from jaxrl.experiment.config import dump, env_kwargs, resolve
 from jaxrl.experiment.logging import check_loggers
 from jaxrl.runners import RunConfig, Runner, devices
+from jaxrl.runners.sebulba import make_sebulba_runner
 from jaxrl.types import ConfigError
 
 LAUNCH_FILE = "launch.yaml"
@@ -48,6 +50,10 @@ class Launch:
       watchdog: seconds one chunk may run before the run is ended as wedged, with its
         threads' stacks written (``guards.Watchdog``); 0 turns it off. The default, an
         hour, is far above any chunk of a built-in preset (seconds on a CPU).
+      actor_threads: 0 runs the fused program; K >= 1 runs Sebulba's K actor threads and
+        a learner on one host (``runners/sebulba.py``; JAX-native envs, one seed).
+      queue_size: rollouts the actors may queue ahead of the learner (Sebulba).
+      sync_actors: Sebulba's synchronous mode: no policy lag, repeatable bit for bit.
     """
 
     seeds: int = 1
@@ -57,6 +63,9 @@ class Launch:
     loggers: list[str] = dataclasses.field(default_factory=lambda: ["tensorboard"])
     devices: int | str = 1
     watchdog: float = 3600.0
+    actor_threads: int = 0
+    queue_size: int = 2
+    sync_actors: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "loggers", check_loggers(self.loggers))
@@ -68,6 +77,8 @@ class Launch:
             ("--checkpoint-every", self.checkpoint_every, 0),
             ("--keep", self.keep, 1),
             ("--devices", 1 if self.devices == "all" else self.devices, 1),
+            ("--actor-threads", self.actor_threads, 0),
+            ("--queue-size", self.queue_size, 1),
         ):
             if value < least:
                 raise ConfigError(f"{flag} must be >= {least}, got {value}")
@@ -235,6 +246,8 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
     agent = agents.make(cfg["agent"]["name"], env.spec, **agent_options)
     runner = runners.make(agent, env, run_cfg, eval_env)
+    if launch.actor_threads:
+        return _actor_learner(cfg, launch, env, eval_env, agent, run_cfg)
     if launch.devices != 1:
         members = launch.members(run_cfg.seed)
         return _split_envs(cfg, launch, env, eval_env, agent, runner, members)
@@ -251,6 +264,21 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     sweep.check_memory(runner, launch.seeds * len(sweep.grid(launch.sweep)), launch.seeds)
     members = launch.members(run_cfg.seed)
     return Setup(cfg, launch, env, eval_env, agent, runner, members, sweep.mesh_for(len(members)))
+
+
+def _actor_learner(cfg, launch, env, eval_env, agent, run_cfg) -> Setup:
+    """The ``Setup`` of a run with Sebulba's actor threads (``--actor-threads``)."""
+    what = f"--actor-threads {launch.actor_threads}"
+    if launch.batched or launch.devices != 1:
+        raise ConfigError(f"{what} runs one seed on one device: drop --seeds, --sweep, --devices")
+    if isinstance(env, HostEnv) or not env.state_is_portable:
+        raise ConfigError(f"{what} needs a JAX-native env; '{cfg['env']['name']}' is not")
+    if env.spec.num_players > 1:
+        raise ConfigError(f"{what} runs a single-agent env; '{cfg['env']['name']}' has players")
+    runner = make_sebulba_runner(
+        agent, env, run_cfg, eval_env, launch.actor_threads, launch.queue_size, launch.sync_actors
+    )
+    return Setup(cfg, launch, env, eval_env, agent, runner, launch.members(run_cfg.seed))
 
 
 def _split_envs(cfg, launch, env, eval_env, agent, runner, members) -> Setup:

@@ -255,6 +255,45 @@ def make_evaluate(agent: Agent, env: Env) -> Callable[[Any, jax.Array], jax.Arra
     return evaluate
 
 
+def make_rollout(agent: Agent, env: Env, rollout_len: int) -> Callable[..., Any]:
+    """Returns ``rollout(agent_state, env_state, obs, carry, key) -> ((env_state, obs,
+    carry), transitions, stats)``: ``rollout_len`` steps of ``env`` with ``agent.act``
+    (``explore=True``) in one ``lax.scan``, the carry reset where an episode ends.
+
+    ``transitions``: a ``Transition`` with leaves ``[rollout_len, num_envs, ...]``;
+    ``stats``: ``episodes`` (int32), ``episode_return_sum`` (float32) and
+    ``episode_length_sum`` (int32) over the episodes finished at each step, ``[rollout_len]``.
+    The fused runner's iteration and Sebulba's actors (``runners/sebulba.py``) both use it.
+    """
+    initial_carry = agent.init_carry(env.spec.num_envs)
+
+    def env_step(loop, key):
+        agent_state, env_state, obs, carry = loop
+        act_key, step_key = jax.random.split(key)
+        action, carry, extras = agent.act(agent_state, obs, carry, act_key, True)
+        env_state, ts = env.step(env_state, action, step_key)
+        transition = Transition(
+            obs, action, ts.reward, ts.info["final_obs"], ts.terminated, ts.truncated, extras
+        )
+        carry = reset_carry(carry, initial_carry, ts.terminated | ts.truncated)
+        done = episode_done(ts)
+        stats = {
+            "episodes": done.sum(),
+            "episode_return_sum": jnp.where(done, ts.info["episode_return"], 0.0).sum(),
+            "episode_length_sum": jnp.where(done, ts.info["episode_length"], 0).sum(),
+        }
+        return (agent_state, env_state, ts.obs, carry), (transition, stats)
+
+    def rollout(agent_state: Any, env_state: Any, obs: Any, carry: Any, key: jax.Array):
+        keys = jax.random.split(key, rollout_len)
+        (_, env_state, obs, carry), (transitions, stats) = jax.lax.scan(
+            env_step, (agent_state, env_state, obs, carry), keys
+        )
+        return (env_state, obs, carry), transitions, stats
+
+    return rollout
+
+
 def make_runner(agent: Agent, env: Env, config: RunConfig, eval_env: Env | None = None) -> Runner:
     """Builds the chunked training program. ``eval_env`` defaults to ``env`` (then an
     evaluation averages ``env.spec.num_envs`` episodes)."""
@@ -274,30 +313,14 @@ def make_runner(agent: Agent, env: Env, config: RunConfig, eval_env: Env | None 
             agent_state, env_state, timestep.obs, initial_carry, key, jnp.zeros((), jnp.int32)
         )
 
-    def env_step(loop, key):
-        agent_state, env_state, obs, carry = loop
-        act_key, step_key = jax.random.split(key)
-        action, carry, extras = agent.act(agent_state, obs, carry, act_key, True)
-        env_state, ts = env.step(env_state, action, step_key)
-        transition = Transition(
-            obs, action, ts.reward, ts.info["final_obs"], ts.terminated, ts.truncated, extras
-        )
-        carry = reset_carry(carry, initial_carry, ts.terminated | ts.truncated)
-        done = episode_done(ts)
-        stats = {
-            "episodes": done.sum(),
-            "episode_return_sum": jnp.where(done, ts.info["episode_return"], 0.0).sum(),
-            "episode_length_sum": jnp.where(done, ts.info["episode_length"], 0).sum(),
-        }
-        return (agent_state, env_state, ts.obs, carry), (transition, stats)
+    rollout = make_rollout(agent, env, config.rollout_len)
 
     def iteration(state: RunnerState, _):
         key, rollout_key, update_key = jax.random.split(state.key, 3)
-        keys = jax.random.split(rollout_key, config.rollout_len)
-        (_, env_state, obs, carry), (rollout, stats) = jax.lax.scan(
-            env_step, (state.agent_state, state.env_state, state.obs, state.carry), keys
+        (env_state, obs, carry), transitions, stats = rollout(
+            state.agent_state, state.env_state, state.obs, state.carry, rollout_key
         )
-        agent_state, agent_metrics = agent.update(state.agent_state, rollout, update_key)
+        agent_state, agent_metrics = agent.update(state.agent_state, transitions, update_key)
         metrics = {k: v.sum() for k, v in stats.items()}
         metrics.update({k: jnp.asarray(v, jnp.float32) for k, v in agent_metrics.items()})
         state = state.replace(
