@@ -1,5 +1,5 @@
-"""Data parallelism over devices (``runners/devices.py``): on 4 fake CPU devices, PPO and
-DQN with their envs split over the devices compute what one device computes (same
+"""Data parallelism over devices (``runners/devices.py``): on 4 fake CPU devices, PPO,
+DQN and IMPALA with their envs split over the devices compute what one device computes (same
 episodes, parameters within rtol 1e-5), with the per-env state really split; a device
 count that does not fit is one line.
 
@@ -31,6 +31,7 @@ CASES = textwrap.dedent(
         "ppo": ({"num_minibatches": 2, "update_epochs": 2, "hidden_sizes": [16]}, 16),
         "dqn": ({"learning_starts": 64, "batch_size": 16, "buffer_size": 512,
                  "hidden_sizes": [16], "updates_per_rollout": 2}, 4),
+        "impala": ({"hidden_sizes": [16]}, 16),
     }
 
     def make(name):
@@ -45,7 +46,7 @@ CASES = textwrap.dedent(
         state = jax.jit(runner.init)(jax.random.PRNGKey(0))
         chunk = jax.jit(runner.run_chunk)
         rows = []
-        for _ in range(2):  # 10 iterations: 10 updates of PPO, 20 of DQN
+        for _ in range(2):  # 10 iterations: 10 updates of PPO and IMPALA, 20 of DQN
             state, metrics = chunk(state)
             rows.append(float(np.sum(np.asarray(metrics["episode_return_sum"]))))
         return state, rows
@@ -143,7 +144,7 @@ def four_devices(tmp_path_factory):
     return json.loads(line.removeprefix("RESULT "))
 
 
-@pytest.mark.parametrize("agent", ["ppo", "dqn"])
+@pytest.mark.parametrize("agent", ["ppo", "dqn", "impala"])
 def test_four_devices_compute_what_one_device_computes(four_devices, agent):
     assert four_devices["devices"] == 4
     result = four_devices[agent]
