@@ -1,7 +1,6 @@
 """IMPALA's V-trace learner: equal to A2C on on-policy data, and its clipping of the
 importance weights (the V-trace op itself: tests/ops/test_vtrace.py)."""
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np
