@@ -10,6 +10,8 @@ Examples::
     python -m jaxrl.train --agent dqn --env CartPole --seeds 8
     python -m jaxrl.train --agent dqn --env CartPole --seeds 4 --sweep agent.lr=1e-3,3e-4
     python -m jaxrl.train --agent rainbow --env connect_four --self-play
+    python -m jaxrl.train --agent dqn --env CartPole --callback export:every=50000
+    python -m jaxrl.train --agent dqn --env CartPole --callback mymodule:my_callback
 
 Dotted overrides set any option: ``--agent.KEY VALUE``, ``--env.KEY VALUE`` and
 ``--run.KEY VALUE`` (``--agent.n_step 3``, ``--run.eval_every 20000``). A user's mistake
@@ -138,6 +140,14 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         help="loggers besides metrics.jsonl/csv, comma-separated: tensorboard, wandb "
         "(default tensorboard)",
     )
+    parser.add_argument(
+        "--callback",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="a hook run between chunks (repeatable): NAME[:key=value,...] (export, "
+        "stop_when, or registered) or MODULE:ATTR; see jaxrl.experiment.callbacks",
+    )
     agent_help = _agent_help_request(argv)
     if agent_help is not None:
         from jaxrl.experiment.helptext import agent_help as text
@@ -224,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             loggers=["tensorboard"] if args.log is None else _names(args.log),
             devices=_devices(args.devices),
             watchdog=3600.0 if args.watchdog is None else args.watchdog,
+            callbacks=args.callback,
         )
 
         cfg = resolve(

@@ -22,7 +22,7 @@ import numpy as np
 import yaml
 
 from jaxrl import agents, envs, runners
-from jaxrl.experiment import sweep
+from jaxrl.experiment import callbacks, sweep
 from jaxrl.experiment.config import dump, env_kwargs, resolve
 from jaxrl.experiment.logging import check_loggers
 from jaxrl.runners import RunConfig, Runner, devices
@@ -48,6 +48,8 @@ class Launch:
       watchdog: seconds one chunk may run before the run is ended as wedged, with its
         threads' stacks written (``guards.Watchdog``); 0 turns it off. The default, an
         hour, is far above any chunk of a built-in preset (seconds on a CPU).
+      callbacks: hooks the driver runs between chunks (``--callback``), each a spec
+        ``NAME[:key=value,...]`` or ``MODULE:ATTR`` (``jaxrl.experiment.callbacks``).
     """
 
     seeds: int = 1
@@ -57,9 +59,11 @@ class Launch:
     loggers: list[str] = dataclasses.field(default_factory=lambda: ["tensorboard"])
     devices: int | str = 1
     watchdog: float = 3600.0
+    callbacks: list[str] = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
         object.__setattr__(self, "loggers", check_loggers(self.loggers))
+        object.__setattr__(self, "callbacks", callbacks.check(self.callbacks))
         devices = self.devices
         if devices != "all" and (isinstance(devices, bool) or not isinstance(devices, int)):
             raise ConfigError(f"--devices must be a positive integer or 'all', got {devices!r}")
