@@ -11,6 +11,7 @@ Examples::
     python -m jaxrl.train --agent dqn --env CartPole --seeds 4 --sweep agent.lr=1e-3,3e-4
     python -m jaxrl.train --agent rainbow --env connect_four --self-play
     python -m jaxrl.train --agent dqn --env CartPole --callback export:every=50000
+    python -m jaxrl.train --agent dqn --env CartPole --init-from runs/dqn_CartPole-v1_s0_...:20000
     python -m jaxrl.train --agent dqn --env CartPole --callback mymodule:my_callback
 
 Dotted overrides set any option: ``--agent.KEY VALUE``, ``--env.KEY VALUE`` and
@@ -148,6 +149,19 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         help="a hook run between chunks (repeatable): NAME[:key=value,...] (export, "
         "stop_when, or registered) or MODULE:ATTR; see jaxrl.experiment.callbacks",
     )
+    parser.add_argument(
+        "--init-from",
+        action=_Once,
+        metavar="RUN[:STEP]",
+        help="start from another run's checkpoint (newest, or STEP) of the same agent",
+    )
+    parser.add_argument(
+        "--init-parts",
+        action=_Once,
+        metavar="PARTS",
+        help="what --init-from takes, comma-separated: params, optimizer, normalizer, "
+        "buffer (default params)",
+    )
     agent_help = _agent_help_request(argv)
     if agent_help is not None:
         from jaxrl.experiment.helptext import agent_help as text
@@ -235,6 +249,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             devices=_devices(args.devices),
             watchdog=3600.0 if args.watchdog is None else args.watchdog,
             callbacks=args.callback,
+            init_from=args.init_from,
+            init_parts=[] if args.init_parts is None else _names(args.init_parts),
         )
 
         cfg = resolve(

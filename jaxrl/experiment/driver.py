@@ -106,11 +106,14 @@ class Prepared:
     compile_time: float
 
 
-def prepare(setup: Setup, restored: Any = None) -> Prepared:
+def prepare(setup: Setup, restored: Any = None, warm: Any = None) -> Prepared:
     """The initial or restored runner state and the compiled chunk; a mistake found while
-    tracing the program (a ``ConfigError``) is raised before any file is written."""
+    tracing the program (a ``ConfigError``) is raised before any file is written.
+    ``warm``: a function of the initial state giving a warm start's (``warmstart``)."""
     start = time.perf_counter()
     state = setup.resumed(restored.state) if restored is not None else setup.init_state()
+    if warm is not None:
+        state = warm(state)
     run_chunk = compile_chunk(setup.runner, state)
     return Prepared(state, run_chunk, time.perf_counter() - start)
 

@@ -22,7 +22,7 @@ import numpy as np
 import yaml
 
 from jaxrl import agents, envs, runners
-from jaxrl.experiment import callbacks, sweep
+from jaxrl.experiment import callbacks, sweep, warmstart
 from jaxrl.experiment.config import dump, env_kwargs, resolve
 from jaxrl.experiment.logging import check_loggers
 from jaxrl.runners import RunConfig, Runner, devices
@@ -50,6 +50,9 @@ class Launch:
         hour, is far above any chunk of a built-in preset (seconds on a CPU).
       callbacks: hooks the driver runs between chunks (``--callback``), each a spec
         ``NAME[:key=value,...]`` or ``MODULE:ATTR`` (``jaxrl.experiment.callbacks``).
+      init_from: ``RUN[:STEP]`` whose checkpoint the run started from (``--init-from``;
+        recorded as ``ABSOLUTE_RUN:STEP``; ``experiment.warmstart``), None for a fresh start.
+      init_parts: what was taken from it (``warmstart.PARTS``; default ``params``).
     """
 
     seeds: int = 1
@@ -60,10 +63,17 @@ class Launch:
     devices: int | str = 1
     watchdog: float = 3600.0
     callbacks: list[str] = dataclasses.field(default_factory=list)
+    init_from: str | None = None
+    init_parts: list[str] = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
         object.__setattr__(self, "loggers", check_loggers(self.loggers))
         object.__setattr__(self, "callbacks", callbacks.check(self.callbacks))
+        if self.init_from is None and self.init_parts:
+            raise ConfigError("--init-parts chooses what --init-from takes; give --init-from")
+        if self.init_from is not None:
+            parts = warmstart.check_parts(self.init_parts or ["params"])
+            object.__setattr__(self, "init_parts", parts)
         devices = self.devices
         if devices != "all" and (isinstance(devices, bool) or not isinstance(devices, int)):
             raise ConfigError(f"--devices must be a positive integer or 'all', got {devices!r}")
