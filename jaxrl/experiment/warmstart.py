@@ -134,8 +134,8 @@ def _fit(source: Source, leaf: Any, new: Any, path: str, members: int) -> Any:
     """The source ``leaf`` for the new state's leaf ``new`` (members broadcast from a
     single-member source), on ``new``'s sharding; ConfigError when it does not fit."""
     got = np.asarray(leaf)
-    if source.members == 1 and members > 1:
-        got = np.broadcast_to(got, (members, *got.shape))
+    if source.members == 1 and members > 1 and tuple(new.shape) == (members, *got.shape):
+        got = np.broadcast_to(got, new.shape)  # a leaf shared by the members keeps its shape
     if got.shape != new.shape or got.dtype != new.dtype:
         raise ConfigError(
             f"--init-from '{source.spec}' does not fit: the first mismatching array is "

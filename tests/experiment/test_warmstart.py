@@ -15,6 +15,7 @@ from jaxrl import agents, envs
 from jaxrl.experiment import warmstart
 from jaxrl.experiment.checkpoint import checkpoint_steps
 from jaxrl.train import main
+from jaxrl.types import member_axes
 
 TINY = [
     "--agent", "dqn", "--env", "CartPole", "--num-envs", "4",
@@ -96,6 +97,14 @@ def _state(key, hidden=(8,)):
     return agent.init(jax.random.PRNGKey(key))
 
 
+def stack(state, k):
+    """``k`` members of ``state`` as ``experiment.sweep`` batches them (shared fields not)."""
+    axes = member_axes(state)
+    return jax.tree.map(
+        lambda a, x: x if a is None else np.stack([x] * k), axes, state, is_leaf=lambda a: a is None
+    )
+
+
 def test_parts_are_told_apart_and_only_the_chosen_are_taken():
     src_state, new_state = _state(0), _state(1)
     src_state = src_state.replace(step=src_state.step + 7)
@@ -117,12 +126,16 @@ def test_parts_are_told_apart_and_only_the_chosen_are_taken():
     ):
         np.testing.assert_array_equal(a, b)  # not chosen: fresh
     assert int(merged.step) == int(new_state.step)  # counters start again
-    # Three members from one: each member holds the source's arrays.
-    stacked = jax.tree.map(lambda x: np.stack([x] * 3), new_state)
-    merged = warmstart.merge(source, stacked, ["params"], 3)
+    # Three members from one: each member holds the source's arrays; a field the members
+    # share (the buffer's position, a counter) keeps its shape.
+    stacked = stack(new_state, 3)
+    merged = warmstart.merge(source, stacked, ["params", "buffer"], 3)
     kernel = jax.tree.leaves(merged.params)[1]
     np.testing.assert_array_equal(kernel, np.stack([jax.tree.leaves(src_state.params)[1]] * 3))
-    two = warmstart.Source(None, 1, "dqn", 2, jax.tree.map(lambda x: np.stack([x] * 2), src_state))
+    assert (
+        merged.buffer.position.shape == () and merged.buffer.position == src_state.buffer.position
+    )
+    two = warmstart.Source(None, 1, "dqn", 2, stack(src_state, 2))
     with pytest.raises(warmstart.ConfigError, match="has 2 members; this run has 3"):
         warmstart.merge(two, stacked, ["params"], 3)
 
