@@ -146,21 +146,19 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         action="append",
         default=[],
         metavar="SPEC",
-        help="a hook run between chunks (repeatable): NAME[:key=value,...] (export, "
-        "stop_when, or registered) or MODULE:ATTR; see jaxrl.experiment.callbacks",
+        help="hook between chunks: NAME[:k=v,...] or MODULE:ATTR",
     )
     parser.add_argument(
         "--init-from",
         action=_Once,
-        metavar="RUN[:STEP]",
-        help="start from another run's checkpoint (newest, or STEP) of the same agent",
+        metavar="RUN",
+        help="start from RUN[:STEP]'s checkpoint (same agent)",
     )
     parser.add_argument(
         "--init-parts",
         action=_Once,
-        metavar="PARTS",
-        help="what --init-from takes, comma-separated: params, optimizer, normalizer, "
-        "buffer (default params)",
+        metavar="P,P",
+        help="of --init-from: params,optimizer,normalizer,buffer",
     )
     agent_help = _agent_help_request(argv)
     if agent_help is not None:
