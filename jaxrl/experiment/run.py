@@ -15,6 +15,11 @@ state, observations, carry, key, chunk counter), so a resumed run is bit-identic
 one that never stopped; where the env's state cannot be saved (``Runner.save``), the
 learner is restored exactly and the envs restart.
 
+A ``Launch`` with ``init_from`` (``--init-from RUN[:STEP]``) starts the new run from parts
+of another run's checkpoint (``experiment.warmstart``): the source is read and checked
+before the run directory is created, and ``init_from.yaml`` records it with the starting
+policy's evaluation.
+
 ``restore(run_dir, step=None) -> (agent, agent_state, config)`` gives back a trained agent
 for a notebook or script (``jaxrl.checkpoint.restore``).
 
