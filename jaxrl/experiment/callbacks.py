@@ -30,7 +30,9 @@ so that a resumed run has them again. A SPEC is
 
 Built-ins are named by ``"module:attr"`` strings and imported when used, so this module
 imports nothing above ``jaxrl.experiment``. A SPEC that names nothing valid is a
-``ConfigError`` with one line, found before the run directory is created.
+``ConfigError`` with one line, found before the run directory is created (or, for a
+resume, before anything is changed); restoring, evaluating or exporting a run does not
+import its callbacks.
 """
 
 from __future__ import annotations
@@ -141,13 +143,17 @@ def resolve(spec: str) -> Any:
     return callback
 
 
-def check(specs: Sequence[str]) -> list[str]:
-    """``specs`` as a list, each resolved once (ConfigError for one that names nothing)."""
+def check(specs: Sequence[str], resolve_them: bool = False) -> list[str]:
+    """``specs`` as a list of strings; with ``resolve_them`` each is also resolved once
+    (ConfigError for one that names nothing). A run's ``launch.yaml`` is read without
+    resolving, so that restoring, evaluating or exporting a run never needs its callbacks'
+    modules; training and resuming resolve them before anything is written."""
     specs = list(specs)
     for spec in specs:
         if not isinstance(spec, str):
             raise ConfigError(f"--callback takes NAME[:k=v,...] or MODULE:ATTR, got {spec!r}")
-        resolve(spec)
+        if resolve_them:
+            resolve(spec)
     return specs
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from rich.console import Console
 
-from jaxrl.experiment import checkpoint, guards, warmstart
+from jaxrl.experiment import callbacks, checkpoint, guards, warmstart
 from jaxrl.experiment.driver import compile_evaluate, drive, final_returns, prepare
 from jaxrl.experiment.lock import RunLock
 from jaxrl.experiment.report import Summary
@@ -102,6 +102,7 @@ def run_experiment(
     """
     launch = launch or Launch()
     check_logdir(logdir)
+    callbacks.check(launch.callbacks, resolve_them=True)
     setup = build_setup(cfg, launch)
     source, warm = _warm_start(setup)
     launch = setup.launch
@@ -217,6 +218,7 @@ def resume_experiment(
             )
             return None
         _check_metrics(run_dir, int(restored.meta.get("rows", 0)))
+        callbacks.check(setup.launch.callbacks, resolve_them=True)
         with guards.StopSignals() as signals:
             prepared = prepare(setup, restored)
             write_run_files(run_dir, setup.cfg, setup.launch)

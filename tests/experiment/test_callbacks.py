@@ -6,12 +6,14 @@ jaxrl.export`` of that step's checkpoint), ``stop_when``, and specs that name no
 one line, exit 2, no run directory."""
 
 import json
+import shutil
 
 import jax
 import numpy as np
 import pytest
 import yaml
 
+from jaxrl.checkpoint import restore
 from jaxrl.experiment import callbacks
 from jaxrl.experiment.checkpoint import checkpoint_steps
 from jaxrl.export.__main__ import main as export_main
@@ -129,3 +131,19 @@ def test_bad_callback_exits_2_and_writes_nothing(tmp_path, capsys, spec, message
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_run_is_restored_without_its_callbacks_modules(stopped, tmp_path, capsys):
+    _, run_dir, _ = stopped
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    launch = yaml.safe_load((copy / "launch.yaml").read_text())
+    launch["callbacks"] = ["gone_module_xyz:Callback"]
+    (copy / "launch.yaml").write_text(yaml.safe_dump(launch))
+    _, agent_state, _ = restore(copy)  # restoring needs no callback
+    assert int(agent_state.step) == 1024
+    before = sorted(p.name for p in copy.iterdir())
+    assert main(["--resume", str(copy), "--steps", "2048"]) == 2  # training does
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot import 'gone_module_xyz'" in err
+    assert sorted(p.name for p in copy.iterdir()) == before
