@@ -10,6 +10,9 @@ Examples::
     python -m jaxrl.train --agent dqn --env CartPole --seeds 8
     python -m jaxrl.train --agent dqn --env CartPole --seeds 4 --sweep agent.lr=1e-3,3e-4
     python -m jaxrl.train --agent rainbow --env connect_four --self-play
+    python -m jaxrl.train --agent dqn --env CartPole --callback export:every=50000
+    python -m jaxrl.train --agent dqn --env CartPole --init-from runs/dqn_CartPole-v1_s0_...:20000
+    python -m jaxrl.train --agent dqn --env CartPole --callback mymodule:my_callback
 
 Dotted overrides set any option: ``--agent.KEY VALUE``, ``--env.KEY VALUE`` and
 ``--run.KEY VALUE`` (``--agent.n_step 3``, ``--run.eval_every 20000``). A user's mistake
@@ -153,6 +156,25 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         help="loggers besides metrics.jsonl/csv, comma-separated: tensorboard, wandb "
         "(default tensorboard)",
     )
+    parser.add_argument(
+        "--callback",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="hook between chunks: NAME[:k=v,...] or MODULE:ATTR",
+    )
+    parser.add_argument(
+        "--init-from",
+        action=_Once,
+        metavar="RUN",
+        help="start from RUN[:STEP]'s checkpoint (same agent)",
+    )
+    parser.add_argument(
+        "--init-parts",
+        action=_Once,
+        metavar="P,P",
+        help="of --init-from: params,optimizer,normalizer,buffer",
+    )
     agent_help = _agent_help_request(argv)
     if agent_help is not None:
         from jaxrl.experiment.helptext import agent_help as text
@@ -242,6 +264,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             actor_threads=args.actor_threads or 0,
             queue_size=2 if args.queue_size is None else args.queue_size,
             sync_actors=bool(args.sync_actors),
+            callbacks=args.callback,
+            init_from=args.init_from,
+            init_parts=[] if args.init_parts is None else _names(args.init_parts),
         )
 
         cfg = resolve(

@@ -13,6 +13,9 @@ that imports it back):
 * ``guards``: between chunks, the non-finite guard (exit code 3), SIGINT/SIGTERM that
   save and stop (a second one aborts), and the watchdog of a wedged chunk (exit code 4).
 * ``lock``: one writer per run directory.
+* ``callbacks``: the hook protocol the driver runs between chunks, named by ``--callback``.
+* ``warmstart``: ``--init-from``: which agent-state leaves are params, optimizer,
+  normalizer, buffer, and taking them from another run's checkpoint.
 * ``helptext``: ``--help``'s agent and env-family lines and ``--agent NAME --help``.
 * ``driver``: the chunk loop between setup and report, with checkpoints
   (``setup``, ``report``, ``checkpoint``, ``logging``).

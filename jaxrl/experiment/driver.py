@@ -14,9 +14,12 @@ checkpoint's meta says where to go on from.
 Between chunks the driver applies the ``guards``: a non-finite metric or agent state
 raises ``guards.NonFinite`` before that state is saved (the CLI exits with code 3), and
 a SIGINT or SIGTERM (``guards.StopSignals``) ends the run after the current chunk with a
-checkpoint and the summary, raising ``guards.Interrupted``. What differs between a fused
-and a host runner (jitting, what a checkpoint holds) comes from the ``Runner``; the
-driver has no case of its own.
+checkpoint and the summary, raising ``guards.Interrupted``. The run's callbacks
+(``launch.callbacks``, ``experiment.callbacks``) are called at the start, after each
+chunk (before its rows are written; one may stop the run, which then ends as at
+``stop_return``, its summary's ``stopped_by`` saying why) and at the end. What differs
+between a fused and a host runner (jitting, what a checkpoint holds) comes from the
+``Runner``; the driver has no case of its own.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ import jax
 import numpy as np
 from rich.console import Console
 
-from jaxrl.experiment import checkpoint, guards, report
+from jaxrl.experiment import callbacks, checkpoint, guards, report
 from jaxrl.experiment.logging import MetricsWriter
 from jaxrl.experiment.setup import Setup
 
@@ -52,6 +55,7 @@ class Position:
     time: float = 0.0
     first_solve_steps: list[int | None] | None = None  # per member
     stopped_at: tuple[int, float] | None = None  # the (step, return) a single run stopped at
+    stopped_by: str | None = None  # "SPEC: reason" of the callback that stopped the run
 
     @classmethod
     def resumed(cls, meta: dict[str, Any], steps_per_chunk: int) -> Position:
@@ -102,11 +106,14 @@ class Prepared:
     compile_time: float
 
 
-def prepare(setup: Setup, restored: Any = None) -> Prepared:
+def prepare(setup: Setup, restored: Any = None, warm: Any = None) -> Prepared:
     """The initial or restored runner state and the compiled chunk; a mistake found while
-    tracing the program (a ``ConfigError``) is raised before any file is written."""
+    tracing the program (a ``ConfigError``) is raised before any file is written.
+    ``warm``: a function of the initial state giving a warm start's (``warmstart``)."""
     start = time.perf_counter()
     state = setup.resumed(restored.state) if restored is not None else setup.init_state()
+    if warm is not None:
+        state = warm(state)
     run_chunk = compile_chunk(setup.runner, state)
     return Prepared(state, run_chunk, time.perf_counter() - start)
 
@@ -143,6 +150,14 @@ class _Driver:
         self.watchdog = guards.Watchdog(
             setup.launch.watchdog, run_dir / "watchdog-stacks.txt", f"; {_resume_hint(run_dir)}"
         )
+        self.callbacks = callbacks.Callbacks(setup.launch.callbacks)
+
+    def event(self, state: Any, rows: list[dict[str, Any]]) -> callbacks.Event:
+        step = rows[0]["step"] if rows else self.position.steps
+        total = self.layout.total_steps
+        return callbacks.Event(
+            step, self.position.chunk, total, rows, state, self.run_dir, self.setup
+        )
 
     def now(self) -> float:
         """Wall seconds of the whole run so far, earlier processes' included."""
@@ -153,8 +168,12 @@ class _Driver:
         self.saver.save(self.position.steps, self.setup.runner.save(state), meta)
         self.saved_step = self.position.steps
 
-    def write_rows(self, metrics: Any, chunk_start: float) -> tuple[list[dict[str, Any]], float]:
-        """Writes a chunk's metric rows; returns them and the chunk's env steps per second."""
+    def write_rows(
+        self, metrics: Any, chunk_start: float, state: Any = None
+    ) -> tuple[list[dict[str, Any]], float]:
+        """Writes a chunk's metric rows, first handed with ``state`` to the callbacks (when
+        ``state`` is given; a stop they ask for is kept in ``position.stopped_by``);
+        returns the rows and the chunk's env steps per second."""
         pos, batched = self.position, self.setup.launch.batched
         chunk_time = time.perf_counter() - chunk_start
         pos.run_time += chunk_time
@@ -163,6 +182,9 @@ class _Driver:
         rows = report.member_rows(metrics, self.setup.members, batched)
         for row in rows:
             row["time"], row["sps"] = now, sps
+        if state is not None:
+            pos.stopped_by = self.callbacks.chunk(self.event(state, rows))
+        for row in rows:
             self.writer.write(row, tag_prefix=report.tag_prefix(row, batched))
         pos.rows += len(rows)
         return rows, sps
@@ -181,7 +203,7 @@ class _Driver:
         except guards.NonFinite:
             self.write_rows(metrics, chunk_start)  # the rows that show the divergence
             raise
-        rows, sps = self.write_rows(metrics, chunk_start)
+        rows, sps = self.write_rows(metrics, chunk_start, state)
         prev, pos.steps = pos.steps, rows[0]["step"]
         eval_mean = report.mean_eval(rows)
         if not math.isnan(eval_mean):
@@ -195,6 +217,9 @@ class _Driver:
         if not batched and stop is not None and eval_mean >= stop:
             pos.first_solved, pos.stopped_at = self.now(), (pos.steps, eval_mean)
             return state, True
+        if pos.stopped_by is not None:
+            self.console.print(f"stopped by callback {pos.stopped_by} at step {pos.steps:,}")
+            return state, True
         return state, False
 
     def train(self, state: Any, run_chunk: Any) -> Any:
@@ -203,12 +228,14 @@ class _Driver:
         bar = report.ProgressBar(self.console, self.layout.total_steps, self.position.steps)
         stopped = False
         with bar, self.saver, self.writer, self.watchdog:
+            self.callbacks.start(self.event(state, []))
             while self.position.chunk < self.layout.num_chunks and not stopped:
                 if self.signals.requested is not None:
                     break
                 state, stopped = self.run_chunk(run_chunk, state, bar)
             if self.saved_step != self.position.steps:
                 self.save(state)
+            self.callbacks.end(self.event(state, []))
         return state
 
 
@@ -272,6 +299,7 @@ def _summary(driver: _Driver, compile_time: float, finals: np.ndarray) -> report
         first_solve_steps=pos.first_solve_steps,
         stopped_at_step=pos.stopped_at[0] if pos.stopped_at else None,
         stopped_at_return=pos.stopped_at[1] if pos.stopped_at else None,
+        stopped_by=pos.stopped_by,
     )
 
 
@@ -303,7 +331,8 @@ def drive(
     _, eval_key = setup.keys()
     state = driver.train(prepared.state, prepared.run_chunk)
     requested, pos = driver.signals.requested, driver.position
-    if requested is not None and pos.chunk < driver.layout.num_chunks and pos.first_solved is None:
+    early = pos.first_solved is not None or pos.stopped_by is not None
+    if requested is not None and pos.chunk < driver.layout.num_chunks and not early:
         report.write_summary(_summary(driver, prepared.compile_time, np.full(1, np.nan)), run_dir)
         name = signal.Signals(requested).name
         raise guards.Interrupted(

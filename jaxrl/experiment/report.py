@@ -56,6 +56,7 @@ class Summary:
     final_iqm: float | None = None  # seed and sweep runs: IQM of the members' final returns
     final_iqm_ci: list[float] | None = None  # its 95% stratified-bootstrap CI [lower, upper]
     fraction_at_target: float | None = None  # members whose final return >= target
+    stopped_by: str | None = None  # "SPEC: reason" of the callback that ended the run early
 
 
 def across_members(summary: Summary) -> Summary:
@@ -202,6 +203,8 @@ def print_summary(
         else:
             solved = "no"
         table.add_row(f"reached {target:g}", solved)
+    if summary.stopped_by is not None:
+        table.add_row("stopped by callback", summary.stopped_by)
     table.add_row("run directory", str(summary.run_dir))
     console.print(table)
 

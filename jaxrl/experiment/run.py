@@ -15,6 +15,11 @@ state, observations, carry, key, chunk counter), so a resumed run is bit-identic
 one that never stopped; where the env's state cannot be saved (``Runner.save``), the
 learner is restored exactly and the envs restart.
 
+A ``Launch`` with ``init_from`` (``--init-from RUN[:STEP]``) starts the new run from parts
+of another run's checkpoint (``experiment.warmstart``): the source is read and checked
+before the run directory is created, and ``init_from.yaml`` records it with the starting
+policy's evaluation.
+
 ``restore(run_dir, step=None) -> (agent, agent_state, config)`` gives back a trained agent
 for a notebook or script (``jaxrl.checkpoint.restore``).
 
@@ -32,8 +37,8 @@ from typing import Any
 
 from rich.console import Console
 
-from jaxrl.experiment import checkpoint, guards
-from jaxrl.experiment.driver import drive, prepare
+from jaxrl.experiment import callbacks, checkpoint, guards, warmstart
+from jaxrl.experiment.driver import compile_evaluate, drive, final_returns, prepare
 from jaxrl.experiment.lock import RunLock
 from jaxrl.experiment.report import Summary
 from jaxrl.experiment.setup import (
@@ -97,9 +102,12 @@ def run_experiment(
     """
     launch = launch or Launch()
     check_logdir(logdir)
+    callbacks.check(launch.callbacks, resolve_them=True)
     setup = build_setup(cfg, launch)
+    source, warm = _warm_start(setup)
+    launch = setup.launch
     with guards.StopSignals() as signals:
-        prepared = prepare(setup)
+        prepared = prepare(setup, warm=warm)
         try:
             run_dir = new_run_dir(logdir, cfg, launch)
         except OSError as e:
@@ -107,7 +115,46 @@ def run_experiment(
             raise ConfigError(f"{what}: {e.strerror}") from None
         with RunLock(run_dir):
             write_run_files(run_dir, cfg, launch)
+            if source is not None:
+                _record_start(setup, run_dir, source, prepared.state.agent_state)
             return drive(setup, run_dir, console or Console(), None, prepared, signals)
+
+
+def _warm_start(setup: Setup) -> tuple[warmstart.Source | None, Any]:
+    """For ``--init-from``: the source (its checkpoint read and checked, ``launch.init_from``
+    set to ``ABSOLUTE_RUN:STEP``) and the function that warms the initial state."""
+    launch = setup.launch
+    if launch.init_from is None:
+        return None, None
+    source = _load_source(launch.init_from, setup.cfg["agent"]["name"])
+    setup.launch = dataclasses.replace(launch, init_from=source.spec)
+    members = len(setup.members) if launch.batched else 1
+
+    def warm(state: Any) -> Any:
+        agent_state = warmstart.merge(source, state.agent_state, launch.init_parts, members)
+        return dataclasses.replace(state, agent_state=agent_state)
+
+    return source, warm
+
+
+def _load_source(init_from: str, agent_name: str) -> warmstart.Source:
+    """Restores a warm start's source checkpoint; ConfigError for a missing run or
+    checkpoint, or a run of another agent (checked before the checkpoint is read)."""
+    run_dir, step = warmstart.parse_init_from(init_from)
+    warmstart.check_agent(run_dir, agent_name)
+    setup, restored, _ = restore_checkpoint(run_dir, step)
+    members = len(setup.members) if setup.launch.batched else 1
+    state = restored.state.agent_state
+    return warmstart.Source(run_dir.resolve(), restored.step, agent_name, members, state)
+
+
+def _record_start(setup: Setup, run_dir: Path, source: warmstart.Source, agent_state: Any) -> None:
+    """``init_from.yaml``: the source and the starting policy's final-style evaluation."""
+    _, eval_key = setup.keys()
+    evaluate = compile_evaluate(setup.runner, agent_state, eval_key)
+    members, episodes = len(setup.members), setup.run_config.eval_episodes
+    returns = final_returns(evaluate, agent_state, eval_key, members, episodes).mean(axis=1)
+    warmstart.write_record(run_dir, source, setup.launch.init_parts, returns)
 
 
 def _check_metrics(run_dir: Path, rows: int) -> None:
@@ -171,6 +218,7 @@ def resume_experiment(
             )
             return None
         _check_metrics(run_dir, int(restored.meta.get("rows", 0)))
+        callbacks.check(setup.launch.callbacks, resolve_them=True)
         with guards.StopSignals() as signals:
             prepared = prepare(setup, restored)
             write_run_files(run_dir, setup.cfg, setup.launch)

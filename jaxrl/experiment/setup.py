@@ -23,7 +23,7 @@ import yaml
 
 from jaxrl import agents, envs, runners
 from jaxrl.envs.gymnasium import HostEnv
-from jaxrl.experiment import sweep
+from jaxrl.experiment import callbacks, sweep, warmstart
 from jaxrl.experiment.config import dump, env_kwargs, resolve
 from jaxrl.experiment.logging import check_loggers
 from jaxrl.runners import RunConfig, Runner, devices
@@ -54,6 +54,11 @@ class Launch:
         a learner on one host (``runners/sebulba.py``; JAX-native envs, one seed).
       queue_size: rollouts the actors may queue ahead of the learner (Sebulba).
       sync_actors: Sebulba's synchronous mode: no policy lag, repeatable bit for bit.
+      callbacks: hooks the driver runs between chunks (``--callback``), each a spec
+        ``NAME[:key=value,...]`` or ``MODULE:ATTR`` (``jaxrl.experiment.callbacks``).
+      init_from: ``RUN[:STEP]`` whose checkpoint the run started from (``--init-from``;
+        recorded as ``ABSOLUTE_RUN:STEP``; ``experiment.warmstart``), None for a fresh start.
+      init_parts: what was taken from it (``warmstart.PARTS``; default ``params``).
     """
 
     seeds: int = 1
@@ -66,9 +71,18 @@ class Launch:
     actor_threads: int = 0
     queue_size: int = 2
     sync_actors: bool = False
+    callbacks: list[str] = dataclasses.field(default_factory=list)
+    init_from: str | None = None
+    init_parts: list[str] = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
         object.__setattr__(self, "loggers", check_loggers(self.loggers))
+        object.__setattr__(self, "callbacks", callbacks.check(self.callbacks))
+        if self.init_from is None and self.init_parts:
+            raise ConfigError("--init-parts chooses what --init-from takes; give --init-from")
+        if self.init_from is not None:
+            parts = warmstart.check_parts(self.init_parts or ["params"])
+            object.__setattr__(self, "init_parts", parts)
         devices = self.devices
         if devices != "all" and (isinstance(devices, bool) or not isinstance(devices, int)):
             raise ConfigError(f"--devices must be a positive integer or 'all', got {devices!r}")
