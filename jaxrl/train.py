@@ -77,6 +77,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
 
     parser = _Parser(
         prog="python -m jaxrl.train",
+        usage="%(prog)s --agent NAME --env NAME [options] [--agent.KEY VALUE ...]",
         description="Train a jaxrl agent. With no --config, the preset for the agent and "
         "env pair is used when one exists (configs/presets).",
         epilog=_epilog(),
@@ -133,7 +134,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         "--actor-threads",
         type=int,
         metavar="K",
-        help="Sebulba: K actor threads feed a learner through a queue (IMPALA; JAX-native envs)",
+        help="Sebulba: K actor threads feed the learner (JAX-native envs)",
     )
     parser.add_argument(
         "--queue-size", type=int, metavar="Q", help="with --actor-threads: rollouts queued (2)"
@@ -142,7 +143,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         "--sync-actors",
         action="store_true",
         default=None,
-        help="with --actor-threads: no policy lag, repeatable bit for bit",
+        help="with --actor-threads: no policy lag, repeatable",
     )
     parser.add_argument(
         "--self-play",
