@@ -203,25 +203,30 @@ def make_atari(
     except ImportError:
         raise ConfigError(f"env {name!r} needs ale-py: pip install 'jaxrl[atari]'") from None
 
-    vec = AtariVectorEnv(
-        game,
-        num_envs,
-        num_threads=num_threads,
-        max_num_frames_per_episode=max_num_frames_per_episode,
-        repeat_action_probability=repeat_action_probability,
-        full_action_space=full_action_space,
-        img_height=img_height,
-        img_width=img_width,
-        grayscale=True,
-        stack_num=stack_num,
-        frameskip=frameskip,
-        maxpool=maxpool,
-        noop_max=noop_max,
-        episodic_life=False,  # done here from `lives`, without resetting the game
-        reward_clipping=False,  # done here, so that the raw score can be logged
-        use_fire_reset=use_fire_reset,
-    )
-    game_ = _Game(name, num_envs, stack_num, episodic_life, reward_clipping, *_ale_calls(vec, name))
+    def build(count: int) -> tuple[Any, _Game]:
+        """ale-py's vector env of ``count`` emulators and its ``_Game``."""
+        vec = AtariVectorEnv(
+            game,
+            count,
+            num_threads=num_threads,
+            max_num_frames_per_episode=max_num_frames_per_episode,
+            repeat_action_probability=repeat_action_probability,
+            full_action_space=full_action_space,
+            img_height=img_height,
+            img_width=img_width,
+            grayscale=True,
+            stack_num=stack_num,
+            frameskip=frameskip,
+            maxpool=maxpool,
+            noop_max=noop_max,
+            episodic_life=False,  # done here from `lives`, without resetting the game
+            reward_clipping=False,  # done here, so that the raw score can be logged
+            use_fire_reset=use_fire_reset,
+        )
+        calls = _ale_calls(vec, name)
+        return vec, _Game(name, count, stack_num, episodic_life, reward_clipping, *calls)
+
+    vec, game_ = build(num_envs)
     spec = EnvSpec(
         name=name,
         obs_shape=(img_height, img_width, stack_num),
@@ -230,10 +235,19 @@ def make_atari(
         num_envs=num_envs,
         max_episode_steps=math.ceil(max_num_frames_per_episode / frameskip),
     )
-    reset = functools.partial(_reset, game_)
-    step = functools.partial(_step, game_)
+    # The vector envs of K members (``jax.vmap`` of size K), made on first use; this
+    # dict keeps them alive as long as the functions that hold their handles.
+    member_envs: dict[int, tuple[Any, _Game]] = {}
+
+    def members(count: int) -> _Game:
+        if count not in member_envs:
+            member_envs[count] = build(count * num_envs)
+        return member_envs[count][1]
+
+    reset, step = _member_batched(game_, members)
     # `vec` owns the C++ environments the handle points to: both functions keep it alive.
     reset.ale_vector_env = step.ale_vector_env = vec
+    reset.member_envs = step.member_envs = member_envs
     return Env(spec=spec, reset=reset, step=step, state_is_portable=False)
 
 
@@ -246,7 +260,10 @@ def _ale_calls(vec: Any, name: str) -> tuple[Array, Any, Any]:
     reporting their current observation; ``ale_step(handle, action [N]) -> (handle, obs,
     reward, game_over, truncated, lives)``.
     """
-    initial_handle, _, xla_step = vec.xla()  # also registers the foreign-call targets
+    # Also registers the foreign-call targets. A member env is made while its program is
+    # traced: the handle must be a concrete array, not a tracer of that trace.
+    with jax.ensure_compile_time_eval():
+        initial_handle, _, xla_step = vec.xla()
     ale_shape = vec.observation_space.shape  # [N, stack, H, W]
     i32 = jax.ShapeDtypeStruct((ale_shape[0],), jnp.int32)
     # ale-py's own xla_reset resets a boolean mask only outside jit; this is its call with
@@ -297,9 +314,17 @@ def _observe(game: _Game, ale_obs: Array, since_start: Array) -> Array:
     return jnp.where(mask[:, None, None, :], obs, jnp.zeros((), jnp.uint8))
 
 
+def _emulator_seeds(key: PRNGKey, num_envs: int) -> Array:
+    """``int32 [num_envs]``: the emulators' seeds a reset with ``key`` gives them."""
+    return jax.random.randint(key, (num_envs,), 0, 2**31 - 1, dtype=jnp.int32)
+
+
 def _reset(game: _Game, key: PRNGKey) -> tuple[AtariState, TimeStep]:
+    return _reset_seeded(game, _emulator_seeds(key, game.num_envs))
+
+
+def _reset_seeded(game: _Game, seeds: Array) -> tuple[AtariState, TimeStep]:
     num_envs = game.num_envs
-    seeds = jax.random.randint(key, (num_envs,), 0, 2**31 - 1, dtype=jnp.int32)
     indices = jnp.arange(num_envs, dtype=jnp.int32)
     handle, ale_obs, lives = game.ale_reset(game.initial_handle, indices, seeds)
     zeros_f = jnp.zeros((num_envs,), jnp.float32)
@@ -382,6 +407,58 @@ def _step(
     )
     reward_out = jnp.clip(raw_reward, -1.0, 1.0) if game.reward_clipping else raw_reward
     return new_state, TimeStep(obs, reward_out, terminated, truncated, info)
+
+
+def _member_batched(game: _Game, members: Any) -> tuple[Any, Any]:
+    """``reset`` and ``step`` of ``game`` that ``jax.vmap`` runs as one vector env.
+
+    Under ``jax.vmap`` of size ``K`` (the members of a ``--seeds``/``--sweep`` run),
+    ``members(K)`` gives the ``_Game`` of ``K * N`` emulators, made once: member ``i``
+    owns emulators ``i * N .. (i + 1) * N - 1``. A batched reset seeds member ``i``'s
+    emulators from its own key exactly as an unbatched reset with that key does; a
+    batched step concatenates the members' actions ``[K, N] -> [K * N]`` in one call and
+    splits every output ``[K * N, ...] -> [K, N, ...]``, so member ``i`` sees only its
+    own envs. The handle is one for all members (``[K, 8]``, rows equal). A second,
+    nested ``vmap`` is still a ``ConfigError`` (``_no_vmap``).
+    """
+    n = game.num_envs
+
+    def split(state: AtariState, ts: TimeStep, k: int) -> tuple[AtariState, TimeStep]:
+        handle = jnp.broadcast_to(state.handle, (k, *state.handle.shape))
+        rows = lambda x: x.reshape(k, n, *x.shape[1:])  # noqa: E731
+        state = jax.tree.map(rows, state._replace(handle=None))._replace(handle=handle)
+        return state, jax.tree.map(rows, ts)
+
+    def batched(args: tuple, in_batched: list, k: int) -> tuple:
+        return tuple(
+            jax.tree.map(lambda x, b: x if b else jnp.broadcast_to(x, (k, *x.shape)), a, b)
+            for a, b in zip(args, in_batched, strict=True)
+        )
+
+    @jax.custom_batching.custom_vmap
+    def reset(key: PRNGKey) -> tuple[AtariState, TimeStep]:
+        return _reset(game, key)
+
+    @reset.def_vmap
+    def reset_members(k: int, in_batched: list, key: PRNGKey):
+        (keys,) = batched((key,), in_batched, k)
+        seeds = jax.vmap(_emulator_seeds, in_axes=(0, None))(keys, n).reshape(k * n)
+        out = split(*_reset_seeded(members(k), seeds), k)
+        return out, jax.tree.map(lambda _: True, out)
+
+    @jax.custom_batching.custom_vmap
+    def step(state: AtariState, action: Array, key: PRNGKey) -> tuple[AtariState, TimeStep]:
+        return _step(game, state, action, key)
+
+    @step.def_vmap
+    def step_members(k: int, in_batched: list, state: AtariState, action: Array, key):
+        state, action = batched((state, action), in_batched[:2], k)
+        flat = jax.tree.map(lambda x: x.reshape(k * n, *x.shape[2:]), state._replace(handle=None))
+        flat = flat._replace(handle=state.handle[0])
+        out = split(*_step(members(k), flat, action.reshape(k * n, *action.shape[2:]), key), k)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return reset, step
 
 
 def factory(game: str):
