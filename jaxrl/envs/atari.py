@@ -85,6 +85,7 @@ GAMES: tuple[str, ...] = (
 # ``experiment.sweep.check_host_envs`` refuses a seed sweep whose K x num_envs emulators
 # would not fit the host's available memory.
 HOST_BYTES_PER_ENV = 2**20
+BACKENDS = ("ale_py", "envpool")
 
 
 def game_name(rom: str) -> str:
@@ -159,6 +160,7 @@ def make_atari(
     use_fire_reset: bool = False,
     full_action_space: bool = False,
     num_threads: int = 0,
+    backend: str = "ale_py",
 ) -> Env:
     """``num_envs`` copies of Atari game ``game`` (a ROM id such as ``"pong"``).
 
@@ -180,6 +182,9 @@ def make_atari(
       use_fire_reset: press FIRE after a reset where the game has it (False, as Dopamine).
       full_action_space: all 18 actions instead of the game's minimal set (False).
       num_threads: ale-py worker threads (0: one per CPU core, at most ``num_envs``).
+      backend: ``"ale_py"`` (ale-py's XLA vector env, the default) or ``"envpool"``
+        (``jaxrl[envpool]``; ``atari_envpool``: the same options by envpool's names,
+        stepped through host callbacks inside the program).
 
     Returns:
       An ``Env`` with ``obs`` ``uint8 [N, img_height, img_width, stack_num]``, actions
@@ -212,6 +217,32 @@ def make_atari(
     repeat_action_probability = _check_float(
         f"{name} option 'repeat_action_probability'", repeat_action_probability, 0.0, 1.0
     )
+    if backend not in BACKENDS:
+        raise ConfigError(
+            f"unknown env.backend {backend!r} for {name}; valid: {', '.join(BACKENDS)}"
+        )
+    if backend == "envpool":
+        from jaxrl.envs import atari_envpool
+
+        task = atari_envpool.task_id(game, game_name(game))
+        options = dict(locals())
+
+        def build(count: int) -> tuple[Any, _Game]:
+            """envpool's vector env of ``count`` emulators and its ``_Game``."""
+            pool = atari_envpool.Pool(task, count, options)
+            calls = atari_envpool.calls(pool, _no_vmap(name))
+            return pool, _Game(name, count, stack_num, episodic_life, reward_clipping, *calls, True)
+
+        return _env(
+            name,
+            num_envs,
+            build,
+            img_height,
+            img_width,
+            stack_num,
+            frameskip,
+            max_num_frames_per_episode,
+        )
     try:
         from ale_py import AtariVectorEnv
     except ImportError:
@@ -240,14 +271,30 @@ def make_atari(
         calls = _ale_calls(vec, name)
         return vec, _Game(name, count, stack_num, episodic_life, reward_clipping, *calls)
 
+    return _env(
+        name,
+        num_envs,
+        build,
+        img_height,
+        img_width,
+        stack_num,
+        frameskip,
+        max_num_frames_per_episode,
+    )
+
+
+def _env(name, num_envs, build, img_height, img_width, stack_num, frameskip, max_frames) -> Env:
+    """The ``Env`` of the vector env ``build(num_envs)`` makes (and, for the K members of
+    a ``vmap``, of the one ``build(K * num_envs)`` makes)."""
     vec, game_ = build(num_envs)
+    num_actions = getattr(vec, "num_actions", None) or int(vec.single_action_space.n)
     spec = EnvSpec(
         name=name,
         obs_shape=(img_height, img_width, stack_num),
         obs_dtype="uint8",
-        action_space=Discrete(int(vec.single_action_space.n)),
+        action_space=Discrete(num_actions),
         num_envs=num_envs,
-        max_episode_steps=math.ceil(max_num_frames_per_episode / frameskip),
+        max_episode_steps=math.ceil(max_frames / frameskip),
     )
     # The vector envs of K members (``jax.vmap`` of size K), made on first use; this
     # dict keeps them alive as long as the functions that hold their handles.
@@ -316,13 +363,16 @@ class _Game(NamedTuple):
     initial_handle: Array
     ale_reset: Any
     ale_step: Any
+    # Zero the frames from before the episode's start in every observation (envpool
+    # repeats the first frame there; ale-py zeroes them itself).
+    pad_stack: bool = False
 
 
 def _observe(game: _Game, ale_obs: Array, since_start: Array) -> Array:
     """``[N, S, H, W]`` -> ``[N, H, W, S]``; with episodic life, frames from before the
     current life zeroed (ale-py zeroes them itself after a reset)."""
     obs = jnp.moveaxis(ale_obs, 1, -1)
-    if not game.episodic_life:
+    if not (game.episodic_life or game.pad_stack):
         return obs
     keep = jnp.arange(game.stack_num)  # frame k (0 oldest) is kept iff k >= S-1-since
     mask = keep[None, :] >= game.stack_num - 1 - since_start[:, None]  # [N, S]
