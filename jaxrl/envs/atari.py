@@ -122,8 +122,8 @@ def _no_vmap(name: str):
         @fn.def_vmap
         def rule(axis_size, in_batched, *args):
             raise ConfigError(
-                f"{name}: ale-py's XLA environments cannot be vmapped (e.g. a vmapped seed "
-                "sweep); run seeds as separate processes, or use more num_envs"
+                f"{name}: the Atari emulators cannot be vmapped twice (the members of a "
+                "seed sweep are one vmap); run the outer level as separate processes"
             )
 
         return fn

@@ -167,7 +167,7 @@ def test_user_mistakes_are_one_line_config_errors(monkeypatch):
             envs.make("Pong", num_envs=1, **kwargs)
     env = envs.make("Pong", num_envs=2)
     keys = jax.random.split(jax.random.PRNGKey(0), 6).reshape(2, 3, 2)
-    with pytest.raises(ConfigError, match="cannot be vmapped"):  # only one level of members
+    with pytest.raises(ConfigError, match="cannot be vmapped twice"):  # one level of members
         jax.vmap(jax.vmap(env.reset))(keys)
     monkeypatch.setitem(sys.modules, "ale_py", None)  # as if ale-py were not installed
     with pytest.raises(ConfigError, match=r"pip install 'jaxrl\[atari\]'"):
