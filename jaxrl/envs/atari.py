@@ -34,9 +34,15 @@ frames before the start of an episode are zeros (as Dopamine and
 
 Limits of the backend:
 
-* the state holds a handle to the C++ environments of this process: an ``Env`` cannot be
-  ``jax.vmap``-ed (a seed sweep over Atari raises ``ConfigError``; run seeds as separate
-  processes or use more ``num_envs``), and its state cannot be restored in another process;
+* the state holds a handle to the C++ environments of this process, so its state cannot
+  be restored in another process, and ``jax.vmap`` cannot map the foreign calls. Instead
+  ``reset`` and ``step`` batch themselves (``jax.custom_batching.custom_vmap``): under a
+  ``vmap`` of size K (the members of ``--seeds K``/``--sweep``) they step one vector env
+  of K x ``num_envs`` emulators, made on first use, and split its observations, rewards
+  and ends per member: member i owns emulators ``i * num_envs ..``, seeded from its own
+  key exactly as an unbatched reset with that key seeds them, so each member learns from
+  its own envs only and equals the single run of its seed. A vmap nested in that one
+  raises ``ConfigError``;
 * ``reset(key)`` derives one emulator seed per env from ``key`` (sticky actions and no-op
   starts then follow the emulators' own generators); ``step`` ignores its key.
 """
@@ -73,6 +79,15 @@ GAMES: tuple[str, ...] = (
 ).split()
 
 
+# Host memory of one emulator of ale-py's vector env (the emulator, its screens and frame
+# stack): measured as the growth of this process's resident memory over 64 and 256 Pong
+# emulators after reset and 5 steps, 0.87-0.94 MiB each (ale-py 0.12.1), rounded up.
+# ``experiment.sweep.check_host_envs`` refuses a seed sweep whose K x num_envs emulators
+# would not fit the host's available memory.
+HOST_BYTES_PER_ENV = 2**20
+BACKENDS = ("ale_py", "envpool")
+
+
 def game_name(rom: str) -> str:
     """``"ms_pacman" -> "MsPacman"`` (ale-py's ``rom_id_to_name``)."""
     return rom.title().replace("_", "")
@@ -107,8 +122,8 @@ def _no_vmap(name: str):
         @fn.def_vmap
         def rule(axis_size, in_batched, *args):
             raise ConfigError(
-                f"{name}: ale-py's XLA environments cannot be vmapped (e.g. a vmapped seed "
-                "sweep); run seeds as separate processes, or use more num_envs"
+                f"{name}: the Atari emulators cannot be vmapped twice (the members of a "
+                "seed sweep are one vmap); run the outer level as separate processes"
             )
 
         return fn
@@ -145,6 +160,7 @@ def make_atari(
     use_fire_reset: bool = False,
     full_action_space: bool = False,
     num_threads: int = 0,
+    backend: str = "ale_py",
 ) -> Env:
     """``num_envs`` copies of Atari game ``game`` (a ROM id such as ``"pong"``).
 
@@ -166,6 +182,9 @@ def make_atari(
       use_fire_reset: press FIRE after a reset where the game has it (False, as Dopamine).
       full_action_space: all 18 actions instead of the game's minimal set (False).
       num_threads: ale-py worker threads (0: one per CPU core, at most ``num_envs``).
+      backend: ``"ale_py"`` (ale-py's XLA vector env, the default) or ``"envpool"``
+        (``jaxrl[envpool]``; ``atari_envpool``: the same options by envpool's names,
+        stepped through host callbacks inside the program).
 
     Returns:
       An ``Env`` with ``obs`` ``uint8 [N, img_height, img_width, stack_num]``, actions
@@ -198,42 +217,99 @@ def make_atari(
     repeat_action_probability = _check_float(
         f"{name} option 'repeat_action_probability'", repeat_action_probability, 0.0, 1.0
     )
+    if backend not in BACKENDS:
+        raise ConfigError(
+            f"unknown env.backend {backend!r} for {name}; valid: {', '.join(BACKENDS)}"
+        )
+    if backend == "envpool":
+        from jaxrl.envs import atari_envpool
+
+        task = atari_envpool.task_id(game, game_name(game))
+        options = dict(locals())
+
+        def build(count: int) -> tuple[Any, _Game]:
+            """envpool's vector env of ``count`` emulators and its ``_Game``."""
+            pool = atari_envpool.Pool(task, count, options)
+            calls = atari_envpool.calls(pool, _no_vmap(name))
+            return pool, _Game(name, count, stack_num, episodic_life, reward_clipping, *calls, True)
+
+        return _env(
+            name,
+            num_envs,
+            build,
+            img_height,
+            img_width,
+            stack_num,
+            frameskip,
+            max_num_frames_per_episode,
+        )
     try:
         from ale_py import AtariVectorEnv
     except ImportError:
         raise ConfigError(f"env {name!r} needs ale-py: pip install 'jaxrl[atari]'") from None
 
-    vec = AtariVectorEnv(
-        game,
+    def build(count: int) -> tuple[Any, _Game]:
+        """ale-py's vector env of ``count`` emulators and its ``_Game``."""
+        vec = AtariVectorEnv(
+            game,
+            count,
+            num_threads=num_threads,
+            max_num_frames_per_episode=max_num_frames_per_episode,
+            repeat_action_probability=repeat_action_probability,
+            full_action_space=full_action_space,
+            img_height=img_height,
+            img_width=img_width,
+            grayscale=True,
+            stack_num=stack_num,
+            frameskip=frameskip,
+            maxpool=maxpool,
+            noop_max=noop_max,
+            episodic_life=False,  # done here from `lives`, without resetting the game
+            reward_clipping=False,  # done here, so that the raw score can be logged
+            use_fire_reset=use_fire_reset,
+        )
+        calls = _ale_calls(vec, name)
+        return vec, _Game(name, count, stack_num, episodic_life, reward_clipping, *calls)
+
+    return _env(
+        name,
         num_envs,
-        num_threads=num_threads,
-        max_num_frames_per_episode=max_num_frames_per_episode,
-        repeat_action_probability=repeat_action_probability,
-        full_action_space=full_action_space,
-        img_height=img_height,
-        img_width=img_width,
-        grayscale=True,
-        stack_num=stack_num,
-        frameskip=frameskip,
-        maxpool=maxpool,
-        noop_max=noop_max,
-        episodic_life=False,  # done here from `lives`, without resetting the game
-        reward_clipping=False,  # done here, so that the raw score can be logged
-        use_fire_reset=use_fire_reset,
+        build,
+        img_height,
+        img_width,
+        stack_num,
+        frameskip,
+        max_num_frames_per_episode,
     )
-    game_ = _Game(name, num_envs, stack_num, episodic_life, reward_clipping, *_ale_calls(vec, name))
+
+
+def _env(name, num_envs, build, img_height, img_width, stack_num, frameskip, max_frames) -> Env:
+    """The ``Env`` of the vector env ``build(num_envs)`` makes (and, for the K members of
+    a ``vmap``, of the one ``build(K * num_envs)`` makes)."""
+    vec, game_ = build(num_envs)
+    num_actions = getattr(vec, "num_actions", None) or int(vec.single_action_space.n)
     spec = EnvSpec(
         name=name,
         obs_shape=(img_height, img_width, stack_num),
         obs_dtype="uint8",
-        action_space=Discrete(int(vec.single_action_space.n)),
+        action_space=Discrete(num_actions),
         num_envs=num_envs,
-        max_episode_steps=math.ceil(max_num_frames_per_episode / frameskip),
+        max_episode_steps=math.ceil(max_frames / frameskip),
     )
-    reset = functools.partial(_reset, game_)
-    step = functools.partial(_step, game_)
+    # The vector envs of K members (``jax.vmap`` of size K), made on first use; this
+    # dict keeps them alive as long as the functions that hold their handles.
+    member_envs: dict[int, tuple[Any, _Game]] = {}
+
+    def members(count: int) -> _Game:
+        if count not in member_envs:
+            member_envs[count] = build(count * num_envs)
+        return member_envs[count][1]
+
+    reset, step = _member_batched(game_, members)
     # `vec` owns the C++ environments the handle points to: both functions keep it alive.
     reset.ale_vector_env = step.ale_vector_env = vec
+    reset.member_envs = step.member_envs = member_envs
+    reset.host_bytes_per_env = HOST_BYTES_PER_ENV  # for the memory check of a seed sweep
     return Env(spec=spec, reset=reset, step=step, state_is_portable=False)
 
 
@@ -246,7 +322,10 @@ def _ale_calls(vec: Any, name: str) -> tuple[Array, Any, Any]:
     reporting their current observation; ``ale_step(handle, action [N]) -> (handle, obs,
     reward, game_over, truncated, lives)``.
     """
-    initial_handle, _, xla_step = vec.xla()  # also registers the foreign-call targets
+    # Also registers the foreign-call targets. A member env is made while its program is
+    # traced: the handle must be a concrete array, not a tracer of that trace.
+    with jax.ensure_compile_time_eval():
+        initial_handle, _, xla_step = vec.xla()
     ale_shape = vec.observation_space.shape  # [N, stack, H, W]
     i32 = jax.ShapeDtypeStruct((ale_shape[0],), jnp.int32)
     # ale-py's own xla_reset resets a boolean mask only outside jit; this is its call with
@@ -284,22 +363,33 @@ class _Game(NamedTuple):
     initial_handle: Array
     ale_reset: Any
     ale_step: Any
+    # Zero the frames from before the episode's start in every observation (envpool
+    # repeats the first frame there; ale-py zeroes them itself).
+    pad_stack: bool = False
 
 
 def _observe(game: _Game, ale_obs: Array, since_start: Array) -> Array:
     """``[N, S, H, W]`` -> ``[N, H, W, S]``; with episodic life, frames from before the
     current life zeroed (ale-py zeroes them itself after a reset)."""
     obs = jnp.moveaxis(ale_obs, 1, -1)
-    if not game.episodic_life:
+    if not (game.episodic_life or game.pad_stack):
         return obs
     keep = jnp.arange(game.stack_num)  # frame k (0 oldest) is kept iff k >= S-1-since
     mask = keep[None, :] >= game.stack_num - 1 - since_start[:, None]  # [N, S]
     return jnp.where(mask[:, None, None, :], obs, jnp.zeros((), jnp.uint8))
 
 
+def _emulator_seeds(key: PRNGKey, num_envs: int) -> Array:
+    """``int32 [num_envs]``: the emulators' seeds a reset with ``key`` gives them."""
+    return jax.random.randint(key, (num_envs,), 0, 2**31 - 1, dtype=jnp.int32)
+
+
 def _reset(game: _Game, key: PRNGKey) -> tuple[AtariState, TimeStep]:
+    return _reset_seeded(game, _emulator_seeds(key, game.num_envs))
+
+
+def _reset_seeded(game: _Game, seeds: Array) -> tuple[AtariState, TimeStep]:
     num_envs = game.num_envs
-    seeds = jax.random.randint(key, (num_envs,), 0, 2**31 - 1, dtype=jnp.int32)
     indices = jnp.arange(num_envs, dtype=jnp.int32)
     handle, ale_obs, lives = game.ale_reset(game.initial_handle, indices, seeds)
     zeros_f = jnp.zeros((num_envs,), jnp.float32)
@@ -382,6 +472,58 @@ def _step(
     )
     reward_out = jnp.clip(raw_reward, -1.0, 1.0) if game.reward_clipping else raw_reward
     return new_state, TimeStep(obs, reward_out, terminated, truncated, info)
+
+
+def _member_batched(game: _Game, members: Any) -> tuple[Any, Any]:
+    """``reset`` and ``step`` of ``game`` that ``jax.vmap`` runs as one vector env.
+
+    Under ``jax.vmap`` of size ``K`` (the members of a ``--seeds``/``--sweep`` run),
+    ``members(K)`` gives the ``_Game`` of ``K * N`` emulators, made once: member ``i``
+    owns emulators ``i * N .. (i + 1) * N - 1``. A batched reset seeds member ``i``'s
+    emulators from its own key exactly as an unbatched reset with that key does; a
+    batched step concatenates the members' actions ``[K, N] -> [K * N]`` in one call and
+    splits every output ``[K * N, ...] -> [K, N, ...]``, so member ``i`` sees only its
+    own envs. The handle is one for all members (``[K, 8]``, rows equal). A second,
+    nested ``vmap`` is still a ``ConfigError`` (``_no_vmap``).
+    """
+    n = game.num_envs
+
+    def split(state: AtariState, ts: TimeStep, k: int) -> tuple[AtariState, TimeStep]:
+        handle = jnp.broadcast_to(state.handle, (k, *state.handle.shape))
+        rows = lambda x: x.reshape(k, n, *x.shape[1:])  # noqa: E731
+        state = jax.tree.map(rows, state._replace(handle=None))._replace(handle=handle)
+        return state, jax.tree.map(rows, ts)
+
+    def batched(args: tuple, in_batched: list, k: int) -> tuple:
+        return tuple(
+            jax.tree.map(lambda x, b: x if b else jnp.broadcast_to(x, (k, *x.shape)), a, b)
+            for a, b in zip(args, in_batched, strict=True)
+        )
+
+    @jax.custom_batching.custom_vmap
+    def reset(key: PRNGKey) -> tuple[AtariState, TimeStep]:
+        return _reset(game, key)
+
+    @reset.def_vmap
+    def reset_members(k: int, in_batched: list, key: PRNGKey):
+        (keys,) = batched((key,), in_batched, k)
+        seeds = jax.vmap(_emulator_seeds, in_axes=(0, None))(keys, n).reshape(k * n)
+        out = split(*_reset_seeded(members(k), seeds), k)
+        return out, jax.tree.map(lambda _: True, out)
+
+    @jax.custom_batching.custom_vmap
+    def step(state: AtariState, action: Array, key: PRNGKey) -> tuple[AtariState, TimeStep]:
+        return _step(game, state, action, key)
+
+    @step.def_vmap
+    def step_members(k: int, in_batched: list, state: AtariState, action: Array, key):
+        state, action = batched((state, action), in_batched[:2], k)
+        flat = jax.tree.map(lambda x: x.reshape(k * n, *x.shape[2:]), state._replace(handle=None))
+        flat = flat._replace(handle=state.handle[0])
+        out = split(*_step(members(k), flat, action.reshape(k * n, *action.shape[2:]), key), k)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return reset, step
 
 
 def factory(game: str):

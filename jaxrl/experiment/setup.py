@@ -274,10 +274,14 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
         )
     if launch.sweep:
         _check_sweep(cfg, launch, agent)
-    runner = sweep.batch_runner(runner)
-    sweep.check_memory(runner, launch.seeds * len(sweep.grid(launch.sweep)), launch.seeds)
     members = launch.members(run_cfg.seed)
-    return Setup(cfg, launch, env, eval_env, agent, runner, members, sweep.mesh_for(len(members)))
+    host_bytes = sweep.check_host_envs((env, eval_env), len(members), launch.seeds)
+    runner = sweep.batch_runner(runner)
+    sweep.check_memory(runner, len(members), launch.seeds, host_bytes)
+    # An env on this process's emulators (ale-py) runs its members as one vector env on
+    # the default device: its members are not split over devices.
+    mesh = sweep.mesh_for(len(members)) if env.state_is_portable else None
+    return Setup(cfg, launch, env, eval_env, agent, runner, members, mesh)
 
 
 def _actor_learner(cfg, launch, env, eval_env, agent, run_cfg) -> Setup:

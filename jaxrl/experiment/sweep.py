@@ -132,6 +132,33 @@ def available_memory() -> int | None:
     limits = [(d.memory_stats() or {}).get("bytes_limit") for d in devices]
     if devices[0].platform != "cpu" and all(limits):
         return int(sum(limits))
+    return _host_memory()
+
+
+def check_host_envs(envs: Sequence[Any], members: int, seeds: int) -> int:
+    """ConfigError unless the host-side emulators of ``members`` members fit the host's
+    available memory; returns their bytes.
+
+    An env whose ``reset`` has ``host_bytes_per_env`` (ale-py's: its emulators live in
+    this process, ``members * num_envs`` of them in one vector env) needs that many bytes
+    per env and member, counted here before any of them is made."""
+    need = members * sum(
+        getattr(env.reset, "host_bytes_per_env", 0) * env.spec.num_envs for env in envs
+    )
+    have = _host_memory()
+    if not need or have is None or need <= have:
+        return need
+    per_seed = need // seeds
+    raise ConfigError(
+        f"--seeds {seeds}: {members} members x {sum(e.spec.num_envs for e in envs)} "
+        f"emulators (training and evaluation envs) need about {need / 2**30:.1f} GiB of host "
+        f"memory but {have / 2**30:.1f} GiB is available; at most {have // per_seed} seeds "
+        "fit (or lower env.num_envs)"
+    )
+
+
+def _host_memory() -> int | None:
+    """``MemAvailable`` of ``/proc/meminfo`` in bytes; None where unknown."""
     try:
         for line in open("/proc/meminfo"):
             if line.startswith("MemAvailable:"):
@@ -141,13 +168,14 @@ def available_memory() -> int | None:
     return None
 
 
-def check_memory(runner: Runner, members: int, seeds: int) -> None:
+def check_memory(runner: Runner, members: int, seeds: int, host_bytes: int = 0) -> None:
     """ConfigError unless the batched ``runner``'s state for ``members`` members, twice
-    over (the state and one copy: XLA's temporaries, a checkpoint), fits the available
-    memory; the message names the most seeds that fit."""
+    over (the state and one copy: XLA's temporaries, a checkpoint), plus ``host_bytes``
+    (emulators: ``check_host_envs``) fits the available memory; the message names the
+    most seeds that fit."""
     key = jax.ShapeDtypeStruct((members, 2), jnp.uint32)
     state = jax.eval_shape(runner.init, key)
-    need = 2 * sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state))
+    need = 2 * sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state)) + host_bytes
     have = available_memory()
     if have is None or need <= have:
         return

@@ -1,6 +1,7 @@
 """Atari through ale-py's XLA vector env: names, the Env contract (same-step auto-reset,
 final observation, raw score, terminated vs truncated), preprocessing options, sticky
-actions, episodic life, vmap refusal, and a small Pong training program."""
+actions, episodic life, members of a vmap split from one vector env (a nested vmap
+refused), and a small Pong training program."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ def roller(env):
         out = run(jax.random.PRNGKey(key), jnp.asarray(actions, jnp.int32))
         return jax.tree.map(np.asarray, out)
 
+    call.run = lambda key, actions: jax.tree.map(np.asarray, run(key, actions))
     return call
 
 
@@ -164,11 +166,43 @@ def test_user_mistakes_are_one_line_config_errors(monkeypatch):
         with pytest.raises(ConfigError, match=fragment):
             envs.make("Pong", num_envs=1, **kwargs)
     env = envs.make("Pong", num_envs=2)
-    with pytest.raises(ConfigError, match="cannot be vmapped"):
-        jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), 3))
+    keys = jax.random.split(jax.random.PRNGKey(0), 6).reshape(2, 3, 2)
+    with pytest.raises(ConfigError, match="cannot be vmapped twice"):  # one level of members
+        jax.vmap(jax.vmap(env.reset))(keys)
     monkeypatch.setitem(sys.modules, "ale_py", None)  # as if ale-py were not installed
     with pytest.raises(ConfigError, match=r"pip install 'jaxrl\[atari\]'"):
         envs.make("Pong")
+
+
+def test_vmapped_members_step_one_vector_env_split_per_member():
+    """``jax.vmap`` of size K over reset and step runs one vector env of K x N emulators;
+    member i's frames, rewards and episode ends are exactly those of an unbatched env
+    reset with member i's key and stepped with member i's actions."""
+    env = envs.make("Pong", num_envs=2, max_num_frames_per_episode=80)
+    members, steps = 3, 30
+    keys = jax.random.split(jax.random.PRNGKey(0), members)
+    actions = np.random.default_rng(0).integers(0, 6, size=(steps, members, 2))
+
+    def run(key, actions):
+        state, first = env.reset(key)
+        return first, jax.lax.scan(lambda s, a: env.step(s, a, key), state, actions)[1]
+
+    first, ts = jax.tree.map(
+        np.asarray, jax.jit(jax.vmap(run, in_axes=(0, 1)))(keys, jnp.asarray(actions, jnp.int32))
+    )
+    assert ts.obs.shape == (members, steps, 2, 84, 84, 4)
+    # One vector env of 3 x 2 emulators was made for the members (besides the env's own).
+    (made,) = env.reset.member_envs.values()
+    assert made[1].num_envs == 6 and list(env.reset.member_envs) == [3]
+    single = roller(env)
+    for i in range(members):
+        one_first, one = single.run(keys[i], jnp.asarray(actions[:, i], jnp.int32))
+        np.testing.assert_array_equal(first.obs[i], one_first.obs)
+        for name in ("obs", "reward", "terminated", "truncated"):
+            np.testing.assert_array_equal(getattr(ts, name)[i], getattr(one, name), err_msg=name)
+        np.testing.assert_array_equal(ts.info["episode_return"][i], one.info["episode_return"])
+    assert ts.truncated.sum() == members * 2  # one 20-step episode ended per env
+    assert (ts.obs[0] != ts.obs[1]).any()  # the members' emulators are seeded apart
 
 
 def test_small_pong_program_trains_and_evaluates():

@@ -218,3 +218,66 @@ def test_batched_program_keeps_schedule_branches(agent, env, options):
     conds = count_primitive(single.jaxpr, "cond")
     assert conds >= 2  # evaluation and learning
     assert count_primitive(batched.jaxpr, "cond") == conds
+
+
+@pytest.fixture(scope="module")
+def atari_members():
+    """DQN on Pong (10x10 frames, an MLP, random actions: epsilon 1) as one batched
+    program of 2 learning rates x 2 seeds: 4 members, one vector env of 4 x 2 emulators
+    for training and one of 4 x 2 for evaluation."""
+    from jaxrl import agents, envs, runners
+    from jaxrl.experiment.sweep import batch_runner
+    from jaxrl.runners import RunConfig
+
+    kwargs = dict(img_height=10, img_width=10, noop_max=0, max_num_frames_per_episode=200)
+    env, eval_env = envs.make("Pong", num_envs=2, **kwargs), envs.make("Pong", 2, **kwargs)
+    agent = agents.make(
+        "dqn", env.spec, torso="mlp", hidden_sizes=(8,), batch_size=8, buffer_size=256,
+        learning_starts=32, target_update_period=32, epsilon_start=1.0, epsilon_end=1.0,
+    )  # fmt: skip
+    config = RunConfig(steps=128, rollout_len=4, log_every=64, eval_every=128, eval_episodes=2)
+    runner = batch_runner(runners.make(agent, env, config, eval_env))
+    keys = jnp.stack([jax.random.split(jax.random.PRNGKey(s))[0] for s in (0, 1, 0, 1)])
+    base = jax.jit(lambda k: agent.init(k).hparams)(jax.random.PRNGKey(0))
+    state = jax.jit(runner.init)(keys, member_hparams(base, grid({"lr": [1e-2, 1e-5]}), 2))
+    run_chunk, chunks = jax.jit(runner.run_chunk), []
+    for _ in range(runner.num_chunks):
+        state, metrics = run_chunk(state)
+        chunks.append(metrics)
+    metrics = jax.tree.map(lambda *m: np.concatenate(m, axis=1), *chunks)
+    return env, keys, jax.tree.map(np.asarray, state.agent_state.buffer), metrics
+
+
+def test_atari_members_learn_from_their_own_envs_only(atari_members):
+    env, keys, buffer, metrics = atari_members
+    rows = int(buffer.size)
+    assert rows == 64 and buffer.frames.shape[:3] == (4, 128, 2)
+    # Member m's buffer holds exactly the frames of its own two emulators: those of an
+    # unbatched env reset with m's env key and stepped with m's actions.
+    step = jax.jit(lambda s, a: env.step(s, a, keys[0]))
+    for m in range(4):
+        state, ts = env.reset(jax.random.split(keys[m], 3)[2])
+        frames = [ts.obs[..., -1]]
+        for action in buffer.action[m, : rows - 1]:
+            state, ts = step(state, jnp.asarray(action))
+            frames.append(ts.obs[..., -1])
+        np.testing.assert_array_equal(buffer.frames[m, :rows], np.stack(frames))
+    # Members 0 and 2 (seed 0, learning rates 1e-2 and 1e-5) saw the same frames and
+    # the same first loss, then different losses; seeds 0 and 1 saw different frames.
+    np.testing.assert_array_equal(buffer.frames[0], buffer.frames[2])
+    assert (buffer.frames[0] != buffer.frames[1]).any()
+    loss = metrics["loss"]
+    learned = ~np.isnan(loss[0])
+    assert learned.sum() >= 8 and (np.isnan(loss[:, ~learned])).all()
+    first = np.argmax(learned)
+    assert loss[0, first] == loss[2, first] and loss[1, first] == loss[3, first]
+    assert (loss[0, first + 1 :] != loss[2, first + 1 :]).all()
+    assert np.isfinite(metrics["eval_return"][:, -1]).all()
+
+
+def test_atari_seeds_beyond_the_host_memory_exit_2(tmp_path, capsys):
+    argv = ["--agent", "dqn", "--env", "Pong", "--num-envs", "8", "--seeds", "1000000"]
+    assert main([*argv, "--logdir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "emulators" in err and "seeds fit" in err, err
+    assert list(tmp_path.iterdir()) == []
