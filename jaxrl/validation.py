@@ -138,8 +138,13 @@ def config_to_dict(config: Any) -> dict[str, Any]:
     out = {}
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
-        if dataclasses.is_dataclass(value):
-            value = config_to_dict(value)
+        if dataclasses.is_dataclass(value):  # a nested config: the options it was given
+            default = type(value)()
+            value = {
+                k: v
+                for k, v in config_to_dict(value).items()
+                if getattr(default, k) != getattr(value, k)
+            }
         out[f.name] = list(value) if isinstance(value, tuple) else value
     return out
 

@@ -73,6 +73,10 @@ class PixelOptions:
 
 def options(kwargs: dict[str, Any]) -> PixelOptions:
     """Pops ``OPTIONS`` out of ``kwargs`` and checks them (one-line ``ConfigError``)."""
+    if "frame_stack" in kwargs:  # Emote's make_vision_box2d_env(frame_stack=...)
+        if "stack_size" in kwargs:
+            raise ConfigError("env options 'frame_stack' and 'stack_size' are the same; give one")
+        kwargs["stack_size"] = kwargs.pop("frame_stack")
     given = {k: kwargs.pop(k) for k in OPTIONS if k in kwargs}
     for key in ("pixels", "grayscale"):
         if key in given and not isinstance(given[key], bool):
