@@ -88,6 +88,11 @@ def evaluate_returns(agent, agent_state, env, key, batched: bool):
     return jax.device_get(jax.jit(evaluate)(agent_state, key))
 
 
+def _core(env_state: Any) -> Any:
+    """The cores' states of a vector env's state (inside a pixel wrapper's, envs/pixels.py)."""
+    return getattr(env_state, "inner", env_state).core
+
+
 def record(agent, agent_state, cfg, key, path: str) -> int:
     """Writes one greedy episode of the first member to ``path``; returns its frames."""
     import jax
@@ -113,14 +118,14 @@ def record(agent, agent_state, cfg, key, path: str) -> int:
     key, reset_key = jax.random.split(key)
     env_state, ts = reset(reset_key)
     carry = agent.init_carry(1)
-    frames = [render(name, np.asarray(env_state.core)[0])]
+    frames = [render(name, np.asarray(_core(env_state))[0])]
     for _ in range(env.spec.max_episode_steps):
         key, act_key, step_key = jax.random.split(key, 3)
         action, carry = act(agent_state, ts.obs, carry, act_key)
         env_state, ts = step(env_state, action, step_key)
         if bool(ts.terminated[0] | ts.truncated[0]):
             break  # the env has already reset: the episode's frames are complete
-        frames.append(render(name, np.asarray(env_state.core)[0]))
+        frames.append(render(name, np.asarray(_core(env_state))[0]))
     fps = 50 if name == "CartPole-v1" else 30
     try:
         with warnings.catch_warnings():  # imageio-ffmpeg forks ffmpeg; JAX warns about fork
