@@ -137,3 +137,21 @@ def test_import_modules_runs_a_users_registration(tmp_path, monkeypatch):
         assert isinstance(make_torso("mine_t20", (4,), (5,)), MLP)
     finally:
         spec._REGISTRY.pop("mine_t20", None)
+
+
+@pytest.mark.parametrize("name", ["dqn", "rainbow", "ppo", "pqn", "sac", "td3", "ddpg"])
+def test_every_agent_takes_a_torso_spec(name):
+    from jaxrl import agents
+    from jaxrl.types import Box, Discrete, EnvSpec
+
+    continuous = name in ("sac", "td3", "ddpg")
+    space = Box((1,), (-1.0,), (1.0,)) if continuous else Discrete(3)
+    spec = EnvSpec("img", (12, 12, 2), "uint8", space, 2, 10)
+    torso = {"channels": [4], "kernel_sizes": [3], "init_fn": "xavier_uniform_"}
+    state = jax.eval_shape(agents.make(name, spec, torso=torso, hidden_sizes=[8]).init, KEY)
+    kernels = [
+        v.shape
+        for k, v in jax.tree_util.tree_leaves_with_path(state)
+        if "Conv_0" in jax.tree_util.keystr(k) and "kernel" in jax.tree_util.keystr(k)
+    ]
+    assert kernels and all(s[-4:] == (3, 3, 2, 4) for s in kernels)
