@@ -19,6 +19,14 @@ atoms (RLHive)                 num_atoms       C51 support size
 discount (machin)              gamma           same discount factor
 target_q_tau (Emote)           tau             the online network's share of the target
 t_entropy (Emote)              target_entropy  SAC's target entropy
+mlp_layers (RLHive)            hidden_sizes    dense widths (also in a torso spec)
+channels, kernel_sizes,        same names      conv layers of a torso spec (RLHive's
+strides, paddings (RLHive)                     ConvNetwork; networks/spec.py)
+init_fn (RLHive, Emote)        same name       a torso spec's initializer by name; the
+                                               seeds' names (ortho_init_, xavier_uniform_,
+                                               variance_scaling_, ...) are accepted
+stack_size (RLHive)            same name       env option: frames stacked (envs/pixels.py)
+frame_stack (Emote)            stack_size      env option, the same frame stack
 gamma, batch_size (all three)  same names      accepted as they are
 entropy_weight (machin)        refused         opposite sign: machin adds it to the loss
 beta (RLHive)                  refused         RLHive's priority exponent is jaxrl's alpha
@@ -38,6 +46,7 @@ ALIASES: dict[str, str] = {
     "atoms": "num_atoms",  # RLHive Rainbow
     "target_q_tau": "tau",  # Emote: NewTargetQ = OldTargetQ * (1 - tau) + Q * tau
     "t_entropy": "target_entropy",  # Emote AlphaLoss
+    "mlp_layers": "hidden_sizes",  # RLHive ConvNetwork / MLPNetwork
 }
 
 REFUSED: dict[str, str] = {

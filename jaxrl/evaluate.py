@@ -43,6 +43,14 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--step", type=int, help="checkpoint to load (default: the newest)")
     parser.add_argument("--seed", type=int, default=0, help="evaluation seed (default 0)")
     parser.add_argument("--video", metavar="FILE.mp4", help="record one episode into FILE")
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module first (one that registers the run's torso or env); repeatable",
+    )
     args = parser.parse_args(argv)
     if args.episodes < 1:
         raise ConfigError(f"--episodes must be >= 1, got {args.episodes}")
@@ -80,6 +88,11 @@ def evaluate_returns(agent, agent_state, env, key, batched: bool):
     return jax.device_get(jax.jit(evaluate)(agent_state, key))
 
 
+def _core(env_state: Any) -> Any:
+    """The cores' states of a vector env's state (inside a pixel wrapper's, envs/pixels.py)."""
+    return getattr(env_state, "inner", env_state).core
+
+
 def record(agent, agent_state, cfg, key, path: str) -> int:
     """Writes one greedy episode of the first member to ``path``; returns its frames."""
     import jax
@@ -105,14 +118,14 @@ def record(agent, agent_state, cfg, key, path: str) -> int:
     key, reset_key = jax.random.split(key)
     env_state, ts = reset(reset_key)
     carry = agent.init_carry(1)
-    frames = [render(name, np.asarray(env_state.core)[0])]
+    frames = [render(name, np.asarray(_core(env_state))[0])]
     for _ in range(env.spec.max_episode_steps):
         key, act_key, step_key = jax.random.split(key, 3)
         action, carry = act(agent_state, ts.obs, carry, act_key)
         env_state, ts = step(env_state, action, step_key)
         if bool(ts.terminated[0] | ts.truncated[0]):
             break  # the env has already reset: the episode's frames are complete
-        frames.append(render(name, np.asarray(env_state.core)[0]))
+        frames.append(render(name, np.asarray(_core(env_state))[0]))
     fps = 50 if name == "CartPole-v1" else 30
     try:
         with warnings.catch_warnings():  # imageio-ffmpeg forks ffmpeg; JAX warns about fork
@@ -127,6 +140,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = parse_args(argv)
+        from jaxrl.networks.spec import import_modules
+
+        import_modules(args.imports)
         import jax
         import numpy as np
 

@@ -35,6 +35,7 @@ from jaxrl.types import ConfigError
 # What ``--resume`` takes besides the run directory; any other flag is an error.
 RESUME_MAY_CHANGE = (
     *("help", "resume", "step", "steps", "checkpoint_every", "keep", "logdir", "watchdog"),
+    "imports",
 )
 
 
@@ -152,6 +153,14 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         help="one agent plays every side of a turn-based game (connect_four, tic_tac_toe)",
     )
     parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module first (it may register torsos or envs); repeatable",
+    )
+    parser.add_argument(
         "--log",
         metavar="NAMES",
         help="loggers besides metrics.jsonl/csv, comma-separated: tensorboard, wandb "
@@ -231,6 +240,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args, overrides = parse_args(argv)
+        from jaxrl.networks.spec import import_modules
+
+        import_modules(args.imports)
         from jaxrl.experiment.config import resolve
         from jaxrl.experiment.run import Launch, resume_experiment, run_experiment
         from jaxrl.experiment.sweep import parse_sweep

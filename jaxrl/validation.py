@@ -4,7 +4,8 @@ Every user-facing config (an agent's ``Config``, the runner's ``RunConfig``) is 
 dataclass with annotated fields. ``build_config`` turns ``{name: value}`` overrides into an
 instance, raising ``ConfigError`` with one line naming the bad key or value and what is
 valid. Supported annotations: ``bool``, ``int``, ``float``, ``str``, ``Literal[...]``,
-``tuple[int, ...]`` / ``tuple[float, ...]`` and ``X | None``.
+``tuple[int, ...]`` / ``tuple[float, ...]``, ``X | None`` and a nested config dataclass
+(given as a mapping, e.g. ``networks.spec.TorsoSpec``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ def coerce(value: Any, tp: Any, where: str) -> Any:
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
+        nested = [a for a in args if dataclasses.is_dataclass(a)]
+        if nested and isinstance(value, Mapping | nested[0]):  # a nested config's errors
+            return coerce(value, nested[0], where)
         errors = []
         for arg in args:
             if arg is type(None):
@@ -54,7 +58,12 @@ def coerce(value: Any, tp: Any, where: str) -> Any:
         if not isinstance(value, list | tuple):
             raise ConfigError(f"{where}: expected a list of {_type_name(args[0])}, got {value!r}")
         return tuple(coerce(v, args[0], where) for v in value)
-    if tp is bool:
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):  # a nested config (a mapping)
+        if isinstance(value, tp):
+            return value
+        if isinstance(value, Mapping):
+            return build_config(tp, value, where)
+    elif tp is bool:
         if isinstance(value, bool):
             return value
     elif tp is int:
@@ -129,6 +138,13 @@ def config_to_dict(config: Any) -> dict[str, Any]:
     out = {}
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
+        if dataclasses.is_dataclass(value):  # a nested config: the options it was given
+            default = type(value)()
+            value = {
+                k: v
+                for k, v in config_to_dict(value).items()
+                if getattr(default, k) != getattr(value, k)
+            }
         out[f.name] = list(value) if isinstance(value, tuple) else value
     return out
 

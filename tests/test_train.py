@@ -160,3 +160,25 @@ def test_process_exit_code_and_help():
     # One line per env family (issue 13, item 12): not 104 Atari games; gym:ID is listed.
     assert "104 games" in shown.stdout and "Pong" not in shown.stdout
     assert "gym:ID" in shown.stdout and len(shown.stdout.splitlines()) < 70
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["--agent", "sac", "--env", "Pendulum", "--agent.torso", "{init_fn: glorious}"],
+         "unknown initializer 'glorious'"),
+        (["--agent", "sac", "--env", "Pendulum", "--agent.torso",
+          "{channels: [8], kernel_sizes: [3]}"], "not an image"),
+        (["--agent", "td3", "--env", "Pendulum", "--env.pixels", "true", "--env.resize", "8",
+          "--agent.torso", "{channels: [8], kernel_sizes: [12]}"], "kernel 12 is larger"),
+        (["--agent", "dqn", "--agent.torso", "nonesuch"], "unknown torso 'nonesuch'"),
+        (["--import", "no_such_module_t20"], "no module named 'no_such_module_t20'"),
+        (["--env", "CartPole", "--env.pixels", "true"], "no JAX renderer"),
+    ],
+)  # fmt: skip
+def test_torso_and_pixel_mistakes_exit_2_with_one_line(tmp_path, capsys, argv, fragment):
+    logdir = tmp_path / "runs"
+    assert main([*argv, "--logdir", str(logdir)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and fragment in err and "Traceback" not in err
+    assert run_dirs(logdir) == []

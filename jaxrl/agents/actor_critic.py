@@ -31,6 +31,7 @@ by one step and the runner resets it where an episode ended, so it works with an
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
@@ -43,6 +44,7 @@ import optax
 
 from jaxrl.agents.optim import OptimizerOptions, scale_transform, scheduled_lrs
 from jaxrl.buffers.replay import make_uniform_replay
+from jaxrl.networks.spec import TorsoSpec
 from jaxrl.ops import noise as noise_ops
 from jaxrl.types import Agent, Box, ConfigError, EnvSpec, Transition, shared_field
 from jaxrl.validation import option
@@ -75,6 +77,10 @@ class OffPolicyConfig(OptimizerOptions):
       max_grad_norm: global gradient-norm clip of every optimizer, or None.
       adam_eps: Adam's epsilon (optax's 1e-8); the optimizer and the learning-rate
         schedule of every ``*_lr`` are ``agents/optim.py``'s options.
+      torso: the observation encoder (``networks.make_torso``: a name, a registered
+        name or a torso spec); ``"auto"``: none (the MLP on the flat observation) for
+        vectors, ``nature`` / ``minatar`` for images. Each actor and critic owns one.
+      feature_dim: the encoder's output width (one dense layer after its convolutions).
     """
 
     hidden_sizes: tuple[int, ...] = option((256, 256), ge=1, min_len=1)
@@ -95,6 +101,8 @@ class OffPolicyConfig(OptimizerOptions):
     noise_theta: PerDim = option(0.15, ge=0)
     noise_dt: PerDim = option(1e-2, gt=0)
     max_grad_norm: float | None = option(None, gt=0)
+    torso: str | TorsoSpec = "auto"
+    feature_dim: int = option(50, ge=1)
 
 
 @flax.struct.dataclass
@@ -167,10 +175,27 @@ def per_dim(cfg: OffPolicyConfig, field: str, action_dim: int, name: str) -> np.
     return np.broadcast_to(value, (action_dim,)).copy()
 
 
+def make_encoder(cfg: OffPolicyConfig, spec: EnvSpec) -> Any:
+    """None for an ``mlp`` torso, else a function building ``cfg.torso`` with one dense
+    layer of ``cfg.feature_dim`` after its convolutions (SAC-AE's 50, Yarats et al. 2019)
+    for each actor and critic (``networks.continuous``)."""
+    from jaxrl.networks import make_torso
+    from jaxrl.networks.torsos import torso_name
+
+    torso = torso_name(cfg.torso, spec.obs_shape)
+    if torso == "mlp":
+        return None
+    make_torso(torso, spec.obs_shape, (cfg.feature_dim,))  # a bad name or spec: fail now
+    return functools.partial(make_torso, torso, tuple(spec.obs_shape), (cfg.feature_dim,))
+
+
 def make_critic(cfg: OffPolicyConfig, spec: EnvSpec, num_critics: int) -> nn.Module:
     from jaxrl.networks.continuous import CriticEnsemble
 
-    return CriticEnsemble(num_critics, cfg.hidden_sizes, obs_ndim=len(spec.obs_shape))
+    encoder = make_encoder(cfg, spec)
+    return CriticEnsemble(
+        num_critics, cfg.hidden_sizes, obs_ndim=len(spec.obs_shape), encoder=encoder
+    )
 
 
 def make_optimizer(cfg: OffPolicyConfig) -> optax.GradientTransformation:

@@ -42,7 +42,8 @@ from jaxrl.agents.optim import (
 )
 from jaxrl.buffers.rollout import RolloutBatch, flatten, shuffled_minibatches
 from jaxrl.networks.policies import ActorCritic
-from jaxrl.networks.torsos import torso_name
+from jaxrl.networks.spec import TorsoSpec
+from jaxrl.networks.torsos import CNN_TORSOS, make_torso, torso_name
 from jaxrl.ops import distributions as D
 from jaxrl.ops.normalization import (
     RunningMeanStd,
@@ -146,7 +147,7 @@ class ActorCriticConfig(OptimizerOptions):
     """
 
     hidden_sizes: tuple[int, ...] = option((64, 64), ge=1)
-    torso: Literal["auto", "mlp", "nature", "impala", "minatar"] = "auto"
+    torso: str | TorsoSpec = "auto"
     activation: Literal["tanh", "relu"] = "tanh"
     shared_torso: bool = False
     lr: float = option(2.5e-4, gt=0)
@@ -238,8 +239,10 @@ def make_network(spec: EnvSpec, cfg: ActorCriticConfig) -> ActorCritic:
     discrete = isinstance(space, Discrete)
     hidden = cfg.hidden_sizes
     torso = torso_name(cfg.torso, spec.obs_shape)
-    if torso != "mlp" and hidden == (64, 64):  # each CNN's own dense layer
+    built_in = isinstance(torso, str) and (torso == "mlp" or torso in CNN_TORSOS)
+    if built_in and torso != "mlp" and hidden == (64, 64):  # each CNN's own dense layer
         hidden = {"nature": (512,), "impala": (256,), "minatar": (128,)}[torso]
+    module = None if built_in else make_torso(torso, spec.obs_shape, hidden)
     return ActorCritic(
         action_dim=space.n if discrete else space.shape[0],
         discrete=discrete,
@@ -248,7 +251,8 @@ def make_network(spec: EnvSpec, cfg: ActorCriticConfig) -> ActorCritic:
         activation=cfg.activation,
         shared=cfg.shared_torso,
         log_std_init=cfg.log_std_init,
-        torso=torso,
+        torso=torso if built_in else "mlp",
+        torso_module=module,
     )
 
 

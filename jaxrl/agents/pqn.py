@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from jaxrl.agents.on_policy import f32, gradient_step, make_optimizer, run_epochs
 from jaxrl.agents.optim import OptimizerOptions, scheduled_lr
 from jaxrl.buffers.rollout import flatten
-from jaxrl.networks import MLP, QHead, QNetwork, make_torso
+from jaxrl.networks import MLP, QHead, QNetwork, TorsoSpec, make_torso
 from jaxrl.networks.torsos import torso_name
 from jaxrl.ops import linear_schedule, masked_epsilon_greedy, q_lambda_returns
 from jaxrl.types import Agent, ConfigError, Discrete, EnvSpec, Transition, action_mask, main_obs
@@ -59,7 +59,7 @@ class PQNConfig(OptimizerOptions):
     """
 
     hidden_sizes: tuple[int, ...] = option((128, 128), ge=1)
-    torso: Literal["auto", "mlp", "nature", "impala", "minatar"] = "auto"
+    torso: str | TorsoSpec = "auto"
     layer_norm: bool = True
     optimizer: Literal["adam", "adamw", "radam", "rmsprop", "sgd"] = "radam"
     lr: float = option(5e-4, gt=0)

@@ -46,7 +46,7 @@ from jaxrl.agents.replay import make_replay as make_replay  # re-exported
 from jaxrl.agents.value_heads import ValueHead
 from jaxrl.agents.value_heads import scalar_head as scalar_head
 from jaxrl.buffers import PriorityParams, ReplayBuffer
-from jaxrl.networks import MLP, QNetwork, make_torso
+from jaxrl.networks import MLP, QNetwork, TorsoSpec, make_torso
 from jaxrl.ops import (
     importance_weights,
     linear_schedule,
@@ -74,7 +74,7 @@ class QLearningConfig(OptimizerOptions):
     The optimizer and learning-rate schedule options are ``agents/optim.py``'s."""
 
     hidden_sizes: tuple[int, ...] = option((120, 84), gt=0, min_len=1)
-    torso: Literal["auto", "mlp", "nature", "impala", "minatar"] = "auto"
+    torso: str | TorsoSpec = "auto"
     dueling: bool = False
     double: bool = False
     n_step: int = option(1, ge=1)

@@ -44,6 +44,7 @@ from jaxrl.agents.actor_critic import (
     OffPolicyConfig,
     action_box,
     make_critic,
+    make_encoder,
     make_off_policy_agent,
     make_optimizer,
     optimizer_step,
@@ -94,6 +95,7 @@ def make_agent(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Agent:
         obs_ndim=len(spec.obs_shape),
         log_std_min=cfg.log_std_min,
         log_std_max=cfg.log_std_max,
+        encoder=make_encoder(cfg, spec),
     )
     critic = make_critic(cfg, spec, cfg.num_critics)
     optimizer = make_optimizer(cfg)

@@ -38,6 +38,7 @@ from jaxrl.agents.actor_critic import (
     PerDim,
     action_box,
     make_critic,
+    make_encoder,
     make_off_policy_agent,
     make_optimizer,
     optimizer_step,
@@ -98,7 +99,9 @@ class DDPGConfig(TD3Config):
 def make_agent(spec: EnvSpec, cfg: TD3Config, name: str = "td3") -> Agent:
     """Builds a TD3 (or, with DDPG's config, DDPG) agent for ``spec``."""
     action_dim = action_box(spec, name)[0].shape[0]
-    actor = DeterministicActor(action_dim, cfg.hidden_sizes, obs_ndim=len(spec.obs_shape))
+    actor = DeterministicActor(
+        action_dim, cfg.hidden_sizes, obs_ndim=len(spec.obs_shape), encoder=make_encoder(cfg, spec)
+    )
     critic = make_critic(cfg, spec, cfg.num_critics)
     optimizer = make_optimizer(cfg)
 

@@ -204,6 +204,12 @@ def make(name: str, num_envs: int = 1, **kwargs: Any) -> Env | gymnasium.HostEnv
     """
     canonical, factory = _resolve(name)
     num_envs = check_int("num_envs", num_envs)
+    pixel_opts = None
+    if not canonical.startswith(gymnasium.PREFIX):  # gym: envs take them as options
+        from jaxrl.envs import pixels
+
+        kwargs = dict(kwargs)
+        pixel_opts = pixels.options(kwargs)
     try:
         params = inspect.signature(factory).parameters.values()
     except (TypeError, ValueError):  # no signature (e.g. some builtins): let it check
@@ -220,6 +226,10 @@ def make(name: str, num_envs: int = 1, **kwargs: Any) -> Env | gymnasium.HostEnv
     env = factory(num_envs=num_envs, **kwargs)
     if not isinstance(env, Env | gymnasium.HostEnv):
         raise TypeError(f"factory for env {canonical!r} returned {type(env).__name__}, not Env")
+    if pixel_opts is not None and pixel_opts.active:
+        if not isinstance(env, Env):
+            raise ConfigError(f"env {canonical!r}: pixel options need a JAX-native env")
+        env = pixels.wrap(env, pixel_opts)
     return env
 
 

@@ -165,6 +165,44 @@ def permute_image_wrapper(env: Any, axes: tuple[int, ...] = (1, 2, 0)) -> Any:
     return PermuteImageWrapper(env)
 
 
+def pixel_wrapper(env: Any, opts: Any) -> Any:
+    """``env`` observing uint8 frames ``[H, W, C * stack_size]`` (``envs.pixels``): its
+    rendering if ``opts.pixels`` (``AddRenderObservation``), grayscale and resized
+    (``pixels.host_frame``), the ``stack_size`` latest stacked on the channel axis, oldest
+    first, ``stack_size`` copies of the first frame after a reset (``pixels.push``)."""
+    gym = _gymnasium()
+    from jaxrl.envs import pixels as px
+
+    if opts.pixels:
+        env = gym.wrappers.AddRenderObservation(env, render_only=True)
+    if len(env.observation_space.shape) != 3:
+        raise ConfigError(
+            f"{env.spec.id if env.spec else env}: resize, grayscale and stack_size need "
+            f"image observations, got shape {env.observation_space.shape}; add pixels: true"
+        )
+
+    class PixelWrapper(gym.ObservationWrapper):
+        def __init__(self, env):
+            super().__init__(env)
+            probe = px.host_frame(env.observation_space.sample(), opts.resize, opts.grayscale)
+            h, w, c = probe.shape
+            self.observation_space = gym.spaces.Box(0, 255, (h, w, c * opts.stack_size), np.uint8)
+            self.frames = None
+
+        def reset(self, **kwargs):
+            obs, info = self.env.reset(**kwargs)
+            frame = px.host_frame(obs, opts.resize, opts.grayscale)
+            self.frames = np.concatenate([frame] * opts.stack_size, axis=-1)
+            return self.frames, info
+
+        def observation(self, obs):
+            frame = px.host_frame(obs, opts.resize, opts.grayscale)
+            self.frames = px.push(self.frames[None], frame[None], np.zeros(1, bool), np)[0]
+            return self.frames
+
+    return PixelWrapper(env)
+
+
 def _space_to_jaxrl(space: Any, env_id: str) -> Discrete | Box:
     spaces = _gymnasium().spaces
     if isinstance(space, spaces.Discrete) and int(space.start) == 0:
@@ -250,6 +288,10 @@ def make_host_env(
     max_episode_steps: int | None = None,
     permute_image: bool = False,
     vectorization: str = "sync",
+    pixels: bool = False,
+    resize: int | None = None,
+    grayscale: bool = False,
+    stack_size: int = 1,
     **gym_kwargs: Any,
 ) -> HostEnv:
     """``num_envs`` copies of ``gymnasium.make(env_id, **gym_kwargs)`` as a ``HostEnv``.
@@ -261,8 +303,17 @@ def make_host_env(
       permute_image: apply ``PermuteImageWrapper`` (CHW -> HWC).
       vectorization: ``"sync"`` (``SyncVectorEnv``, one process) or ``"async"``
         (``AsyncVectorEnv``, one subprocess per copy).
+      pixels, resize, grayscale, stack_size: pixel observations and frame stacks
+        (``envs.pixels``; ``pixel_wrapper``).
       gym_kwargs: passed on to ``gymnasium.make``.
     """
+    from jaxrl.envs import pixels as px
+
+    opts = px.options(
+        dict(pixels=pixels, resize=resize, grayscale=grayscale, stack_size=stack_size)
+    )
+    if opts.pixels:
+        gym_kwargs["render_mode"] = "rgb_array"
     gym = _gymnasium()
     num_envs = check_int("num_envs", num_envs)
     if env_id.startswith(PREFIX):
@@ -279,6 +330,8 @@ def make_host_env(
             env = flatten_wrapper(env)
         if permute_image:
             env = permute_image_wrapper(env)
+        if opts.active:
+            env = pixel_wrapper(env, opts)
         return env
 
     try:

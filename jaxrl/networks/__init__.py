@@ -11,6 +11,7 @@ from jaxrl.networks.heads import (
 )
 from jaxrl.networks.noisy import NoisyLinear, dense, factorized_noise
 from jaxrl.networks.policies import ActorCritic
+from jaxrl.networks.spec import PRESETS, SpecTorso, TorsoSpec, register_torso
 from jaxrl.networks.torsos import (
     MLP,
     TORSOS,
@@ -24,6 +25,10 @@ from jaxrl.networks.torsos import (
 )
 
 __all__ = [
+    "PRESETS",
+    "SpecTorso",
+    "TorsoSpec",
+    "register_torso",
     "ActorCritic",
     "Conv",
     "canonical_backward_default",

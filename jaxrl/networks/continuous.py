@@ -11,17 +11,34 @@
 
 Hidden layers are ReLU ``Dense`` layers (``jaxrl.networks.MLP``) with Flax's default
 initialization (LeCun normal weights, zero biases).
+
+Image observations: ``encoder`` (a zero-argument function returning a torso module, e.g.
+``functools.partial(networks.make_torso, "nature", obs_shape, (50,))``) builds a
+convolutional encoder inside each network, whose features replace the flattened
+observation. Each actor and each critic of an ensemble owns its encoder, trained by its
+own loss (the separate encoders of CleanRL's ``sac_atari.py``, Christodoulou 2019; not
+SAC-AE's/DrQ's shared critic encoder). With ``encoder`` None (the default) the networks
+are as they were, parameter for parameter.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
 from jaxrl.networks.torsos import MLP
+
+Encoder = Callable[[], nn.Module]
+
+
+def _features(encoder: Encoder | None, hidden: Sequence[int], obs_ndim: int, obs: jax.Array):
+    """``MLP(hidden)`` of the observation, or of ``encoder()``'s features of it."""
+    if encoder is None:
+        return MLP(hidden, obs_ndim=obs_ndim)(obs)
+    return MLP(hidden)(encoder()(obs))
 
 
 class DeterministicActor(nn.Module):
@@ -30,10 +47,11 @@ class DeterministicActor(nn.Module):
     action_dim: int
     hidden_sizes: Sequence[int] = (256, 256)
     obs_ndim: int = 1
+    encoder: Encoder | None = None
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        x = MLP(self.hidden_sizes, obs_ndim=self.obs_ndim)(obs)
+        x = _features(self.encoder, self.hidden_sizes, self.obs_ndim, obs)
         return jnp.tanh(nn.Dense(self.action_dim)(x))
 
 
@@ -45,10 +63,11 @@ class SquashedGaussianActor(nn.Module):
     obs_ndim: int = 1
     log_std_min: float = -20.0
     log_std_max: float = 2.0
+    encoder: Encoder | None = None
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        x = MLP(self.hidden_sizes, obs_ndim=self.obs_ndim)(obs)
+        x = _features(self.encoder, self.hidden_sizes, self.obs_ndim, obs)
         mean = nn.Dense(self.action_dim, name="mean")(x)
         log_std = nn.Dense(self.action_dim, name="log_std")(x)
         return mean, jnp.clip(log_std, self.log_std_min, self.log_std_max)
@@ -59,11 +78,15 @@ class QCritic(nn.Module):
 
     hidden_sizes: Sequence[int] = (256, 256)
     obs_ndim: int = 1
+    encoder: Encoder | None = None
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
-        obs = obs.astype(jnp.float32)
-        obs = obs.reshape(obs.shape[: obs.ndim - self.obs_ndim] + (-1,))
+        if self.encoder is not None:
+            obs = self.encoder()(obs)  # [..., F]
+        else:
+            obs = obs.astype(jnp.float32)
+            obs = obs.reshape(obs.shape[: obs.ndim - self.obs_ndim] + (-1,))
         x = jnp.concatenate([obs, action.astype(jnp.float32)], axis=-1)
         x = MLP(self.hidden_sizes)(x)
         return nn.Dense(1)(x)[..., 0]
@@ -78,6 +101,7 @@ class CriticEnsemble(nn.Module):
     num_critics: int = 2
     hidden_sizes: Sequence[int] = (256, 256)
     obs_ndim: int = 1
+    encoder: Encoder | None = None
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
@@ -89,4 +113,5 @@ class CriticEnsemble(nn.Module):
             out_axes=0,
             axis_size=self.num_critics,
         )
-        return ensemble(self.hidden_sizes, self.obs_ndim, name="critics")(obs, action)
+        kw = {} if self.encoder is None else {"encoder": self.encoder}
+        return ensemble(self.hidden_sizes, self.obs_ndim, name="critics", **kw)(obs, action)

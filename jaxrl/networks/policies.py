@@ -69,6 +69,8 @@ class ActorCritic(nn.Module):
         ``"impala"``, ``"minatar"``) for images; resolve ``"auto"`` with
         ``networks.torsos.torso_name`` first.
       activation: ``"tanh"`` or ``"relu"`` (MLP torsos only; the CNN uses ReLU).
+      torso_module: an unbound torso module (``networks.make_torso`` of a torso spec or a
+        registered name), cloned for each side; overrides ``torso``.
       shared: one torso for actor and critic, else one each.
       log_std_init: initial value of the Gaussian's state-independent ``log_std``.
 
@@ -84,9 +86,12 @@ class ActorCritic(nn.Module):
     shared: bool = False
     log_std_init: float = 0.0
     torso: str = "mlp"
+    torso_module: nn.Module | None = None
 
     def setup(self):
         def torso():
+            if self.torso_module is not None:  # a torso spec or a registered torso
+                return self.torso_module.clone()
             if self.torso != "mlp":
                 return cnn_torso(self.torso, self.hidden_sizes)
             return PolicyMLP(tuple(self.hidden_sizes), self.obs_ndim, self.activation)

@@ -165,7 +165,7 @@ TORSOS = ("auto", "mlp", "nature", "impala", "minatar")
 CNN_TORSOS = {"nature": NatureCNN, "impala": ImpalaCNN, "minatar": MinAtarCNN}
 
 
-def make_torso(name: str, obs_shape: Sequence[int], hidden_sizes: Sequence[int]) -> nn.Module:
+def make_torso(name: Any, obs_shape: Sequence[int], hidden_sizes: Sequence[int]) -> nn.Module:
     """The torso ``name`` for observations of ``obs_shape``, its dense widths ``hidden_sizes``.
 
     ``"mlp"``: ``MLP``; ``"nature"``: ``NatureCNN`` (Mnih et al. 2015); ``"impala"``:
@@ -173,9 +173,16 @@ def make_torso(name: str, obs_shape: Sequence[int], hidden_sizes: Sequence[int])
     2019); ``"auto"``: ``mlp`` for vector observations, ``minatar`` for images ``[H, W, C]``
     smaller than 32 pixels on a side (MinAtar's 10x10), ``nature`` for other images.
     The convolutional torsos need image observations ``[H, W, C]`` (else ``ConfigError``)
-    and are built by ``cnn_torso``.
+    and are built by ``cnn_torso``. ``name`` may also be a ``networks.spec.TorsoSpec``
+    (``spec.spec_torso``) or a name given to ``networks.spec.register_torso``.
     """
+    from jaxrl.networks import spec
+
     name = torso_name(name, obs_shape)
+    if isinstance(name, spec.TorsoSpec):
+        return spec.spec_torso(name, obs_shape, hidden_sizes)
+    if name in spec.registered():
+        return spec.registered()[name](tuple(obs_shape), tuple(hidden_sizes))
     if name == "mlp":
         return MLP(tuple(hidden_sizes), obs_ndim=len(tuple(obs_shape)))
     return cnn_torso(name, hidden_sizes)
@@ -197,17 +204,29 @@ def cnn_torso(
     return CNN_TORSOS[name](tuple(hidden_sizes), canonical_backward=canonical_backward)
 
 
-def torso_name(name: str, obs_shape: Sequence[int]) -> str:
+def torso_name(name: Any, obs_shape: Sequence[int]) -> Any:
     """``name`` checked against ``obs_shape``, with ``"auto"`` resolved (see ``make_torso``).
 
-    Raises ``ConfigError`` for an unknown name or a convolutional torso on vector
-    observations."""
+    A ``TorsoSpec`` is checked (``spec.check_spec``) and returned as it is; a registered
+    name is returned as it is. Raises ``ConfigError`` for an unknown name or a
+    convolutional torso on vector observations."""
+    from jaxrl.networks import spec
+
     obs_shape = tuple(obs_shape)
+    if isinstance(name, spec.TorsoSpec):
+        spec.check_spec(name, obs_shape)
+        return name
     image = len(obs_shape) == 3
     if name == "auto":
         return "mlp" if not image else "minatar" if min(obs_shape[:2]) < 32 else "nature"
+    if name in spec.registered():
+        return name
     if name not in TORSOS:
-        raise ConfigError(f"unknown torso {name!r}; valid: {', '.join(TORSOS)}")
+        valid = ", ".join((*TORSOS, *spec.registered()))
+        raise ConfigError(
+            f"unknown torso {name!r}; valid: {valid}, or a torso spec (channels, "
+            "kernel_sizes, strides, paddings, hidden_sizes, ...)"
+        )
     if name != "mlp" and not image:
         raise ConfigError(
             f"torso {name!r} needs image observations [H, W, C], got shape {obs_shape}; "

@@ -109,3 +109,49 @@ def test_user_mistakes_raise_config_error(name):
         agents.make(name, SPEC, noise_sigma=(0.1, 0.2, 0.3))
     with pytest.raises(ConfigError, match="unknown option"):
         agents.make(name, SPEC, learning_rate=1e-3)
+
+
+IMAGE_SPEC = EnvSpec("img", (8, 8, 2), "uint8", Box((1,), (-1.0,), (1.0,)), 1, 10)
+CONV = dict(
+    torso={"channels": [4], "kernel_sizes": [3], "strides": [2]},
+    feature_dim=6,
+    hidden_sizes=(8,),
+    batch_size=4,
+    buffer_size=4,
+    learning_starts=0,
+)
+
+
+@pytest.mark.parametrize("name", ["sac", "td3", "ddpg"])
+def test_conv_encoders_of_actor_and_each_critic_are_trained(name):
+    agent = agents.make(name, IMAGE_SPEC, **CONV, **({"policy_delay": 1} if name == "td3" else {}))
+    state = agent.init(jax.random.PRNGKey(0))
+    lr = state.learner
+    actor_enc = lr.actor_params["params"]["SpecTorso_0"]
+    critic_enc = lr.critic_params["params"]["critics"]["SpecTorso_0"]
+    k = 1 if name == "ddpg" else 2
+    assert actor_enc["Conv_0"]["kernel"].shape == (3, 3, 2, 4)
+    assert critic_enc["Conv_0"]["kernel"].shape == (k, 3, 3, 2, 4)  # one per critic
+    assert lr.actor_params["params"]["MLP_0"]["Dense_0"]["kernel"].shape == (6, 8)
+    rng = np.random.default_rng(0)
+    frames = lambda: jnp.asarray(rng.integers(0, 256, (1, 1, 8, 8, 2)), jnp.uint8)  # noqa: E731
+    data = Transition(
+        obs=frames(),
+        action=jnp.full((1, 1, 1), 0.5, jnp.float32),
+        reward=jnp.ones((1, 1)),
+        next_obs=frames(),
+        terminated=jnp.zeros((1, 1), bool),
+        truncated=jnp.zeros((1, 1), bool),
+        extras={},
+    )
+    new, metrics = jax.jit(agent.update)(state, data, jax.random.PRNGKey(1))
+    assert all(np.isfinite(v).all() for v in jax.tree.leaves(metrics))
+    moved = lambda a, b: not np.array_equal(a["Conv_0"]["kernel"], b["Conv_0"]["kernel"])  # noqa: E731
+    assert moved(new.learner.actor_params["params"]["SpecTorso_0"], actor_enc)
+    assert moved(new.learner.critic_params["params"]["critics"]["SpecTorso_0"], critic_enc)
+
+
+def test_vector_observations_keep_the_encoderless_networks():
+    agent = agents.make("sac", EnvSpec("v", (3,), "float32", Box((1,), (-1.0,), (1.0,)), 1, 10))
+    params = agent.init(jax.random.PRNGKey(0)).learner.actor_params["params"]
+    assert sorted(params) == ["MLP_0", "log_std", "mean"]
