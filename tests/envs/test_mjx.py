@@ -38,7 +38,7 @@ def _gym_rollout(task, actions, seed):
         if terminated:
             break
     env.close()
-    obs, rew, term = (np.array(x) for x in zip(*rows))
+    obs, rew, term = (np.array(x) for x in zip(*rows, strict=True))
     return qpos, qvel, obs0, obs, rew, term
 
 
