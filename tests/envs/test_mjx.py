@@ -14,6 +14,8 @@ reset definition is off by far more (a missing ``ctrl_cost`` alone is 0.1-0.6 pe
 Each task compiles one program (MJX compiles slowly on CPU), so the episodes are short.
 """
 
+from types import SimpleNamespace
+
 import gymnasium
 import jax
 import jax.numpy as jnp
@@ -65,7 +67,7 @@ def _mjx_rollout(task, qpos, qvel, actions):
 )
 def test_matches_gymnasium_v5(task, obs_dim, act_dim):
     rng = np.random.default_rng(0)
-    # Hopper gets gentle actions so that it stays healthy for a while, then a hard push.
+    # Hopper gets gentle actions (it stays healthy: termination is test_healthy_*'s).
     scale = 1.0 if task == "HalfCheetah" else 0.3
     actions = (scale * rng.uniform(-1, 1, (T, act_dim))).astype(np.float32)
     qpos, qvel, g_obs0, g_obs, g_rew, g_term = _gym_rollout(task, actions, seed=1)
@@ -80,6 +82,27 @@ def test_matches_gymnasium_v5(task, obs_dim, act_dim):
     np.testing.assert_allclose(obs[:n], g_obs, rtol=1e-2, atol=1e-2)
     np.testing.assert_allclose(rew[:n], g_rew, rtol=0, atol=1e-3)
     np.testing.assert_array_equal(term[:n], g_term)
+
+
+@pytest.mark.parametrize("task", ["Hopper", "Walker2d", "Ant", "Humanoid"])
+def test_healthy_matches_gymnasium(task):
+    """The termination rule (``is_healthy``) on states around its thresholds, against
+    Gymnasium's property on the same ``qpos``/``qvel`` (no physics, nothing compiled)."""
+    env = gymnasium.make(f"{task}-v5").unwrapped
+    env.reset(seed=0)
+    spec = mjx_envs.TASKS[task]
+    rng = np.random.default_rng(1)
+    verdicts = []
+    for _ in range(100):
+        qpos = env.init_qpos + rng.normal(0, 0.6, env.model.nq)
+        qvel = rng.normal(0, 40, env.model.nv)  # Hopper: |state| < 100 is part of the rule
+        env.data.qpos[:], env.data.qvel[:] = qpos, qvel
+        data = SimpleNamespace(qpos=jnp.asarray(qpos), qvel=jnp.asarray(qvel))
+        mine = bool(spec.healthy_fn(data, spec.params))
+        assert mine == bool(env.is_healthy), (task, qpos, qvel)
+        verdicts.append(mine)
+    assert 0 < sum(verdicts) < len(verdicts)  # both verdicts were exercised
+    env.close()
 
 
 def test_ant_and_humanoid_observation_layout():
