@@ -29,6 +29,8 @@ from jaxrl.runners import RunConfig, make_train
 from jaxrl.runners.host import make_host_runner
 
 OFF = dict(learning_starts=64, batch_size=16, buffer_size=512)
+# MuJoCo's case keeps the Brax backend its fingerprints were made with (MJX is the default).
+BRAX = dict(max_episode_steps=20, backend="brax")
 # (case name, agent, env, env kwargs, agent overrides, run config)
 CASES = [
     ("dqn_cartpole", "dqn", "CartPole", {}, dict(OFF, n_step=3, double=True, dueling=True), 4),
@@ -59,7 +61,7 @@ CASES = [
         dict(OFF, batch_size=4, torso="minatar"),
         1,
     ),
-    ("sac_halfcheetah", "sac", "HalfCheetah", dict(max_episode_steps=20), dict(OFF), 1),
+    ("sac_halfcheetah", "sac", "HalfCheetah", BRAX, dict(OFF), 1),
     ("dqn_gym_host", "dqn", "gym:CartPole-v1", {}, dict(OFF), 4),
     ("ppo_gym_host", "ppo", "gym:CartPole-v1", {}, dict(num_minibatches=2), 16),
 ]

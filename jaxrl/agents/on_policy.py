@@ -329,6 +329,8 @@ def actor_critic_parts(
         if discrete:
             action = D.categorical_sample(key, dist) if explore else D.categorical_mode(dist)
             extras = {"log_prob": D.categorical_log_prob(dist, action), "value": value}
+            if not explore:  # for TensorBoard's histograms (jaxrl.experiment.histograms)
+                extras["action_probs"] = jax.nn.softmax(dist, axis=-1)
             return action, carry, extras
         mean, log_std = dist
         raw = D.gaussian_sample(key, mean, log_std) if explore else mean

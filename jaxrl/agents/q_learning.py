@@ -258,7 +258,7 @@ def _act(p: _Parts, state: QLearningState, obs, carry, key: jax.Array, explore: 
     out = _apply(p, state.params, obs, noise_key, deterministic=not explore, role="act")
     q = p.head.q_values(out)
     action = masked_epsilon_greedy(key, q, _epsilon(p, state, explore), action_mask(obs))
-    return action, carry, {}
+    return action, carry, ({} if explore else {"q_values": q})  # q: TensorBoard histograms
 
 
 def _targets(p: _Parts, state: QLearningState, params, batch: Transition, keys):

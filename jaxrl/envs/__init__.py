@@ -96,7 +96,7 @@ def available() -> dict[str, str]:
 GROUP_TITLES = {
     "classic": "classic control",
     "minatar": "MinAtar",
-    "mujoco": "MuJoCo (Brax)",
+    "mujoco": "MuJoCo (MJX; Brax)",
     "atari": "Atari",
     "games": "board games",
 }
@@ -104,10 +104,10 @@ GROUP_TITLES = {
 
 def group(name: str) -> str:
     """The group of a canonical env name for help and errors: its registered family, else
-    ``mujoco`` (``*-brax``), ``minatar`` (``MinAtar-*``) or ``classic``."""
+    ``mujoco`` (``*-mjx``, ``*-brax``), ``minatar`` (``MinAtar-*``) or ``classic``."""
     if name in _FAMILIES:
         return _FAMILIES[name]
-    if name.endswith("-brax"):
+    if name.endswith(("-mjx", "-brax")):
         return "mujoco"
     return "minatar" if name.startswith("MinAtar-") else "classic"
 
@@ -264,7 +264,8 @@ register(
     aliases=("Pendulum",),
 )
 
-# MuJoCo locomotion (Brax's JAX-native envs; the optional extra ``jaxrl[mujoco]``).
+# MuJoCo locomotion on MJX (Gymnasium v5's tasks; ``--env.backend brax`` for Brax's) and on
+# Brax as ``<Task>-brax``; the optional extra ``jaxrl[mujoco]``.
 for _task, _what in (
     ("HalfCheetah", "run forward: Box(6,), obs [17], no termination"),
     ("Hopper", "hop forward: Box(3,), ends when unhealthy"),
@@ -273,10 +274,15 @@ for _task, _what in (
     ("Humanoid", "walk forward: Box(17,) in [-0.4, 0.4], ends when fallen"),
 ):
     register(
-        f"{_task}-brax",
+        f"{_task}-mjx",
         f"jaxrl.envs.mujoco:{_task.lower()}",
-        f"MuJoCo {_task} in Brax (pip install jaxrl[mujoco]): {_what}, 1000 steps.",
+        f"MuJoCo {_task}-v5 on MJX (pip install jaxrl[mujoco]): {_what}, 1000 steps.",
         aliases=(_task,),
+    )
+    register(
+        f"{_task}-brax",
+        f"jaxrl.envs.mujoco:{_task.lower()}_brax",
+        f"MuJoCo {_task} in Brax (pip install jaxrl[mujoco]): {_what}, 1000 steps.",
     )
 
 

@@ -1,6 +1,13 @@
-"""MuJoCo locomotion inside the fused runner: Brax's JAX-native MuJoCo-model environments.
+"""MuJoCo locomotion inside the fused runner: MJX (the default) or Brax.
 
-``halfcheetah``, ``hopper``, ``walker2d``, ``ant`` and ``humanoid`` wrap Brax's environments
+``--env.backend`` picks the physics: ``"mjx"`` (the default) builds Gymnasium's v5 tasks on
+MuJoCo's own JAX port (``jaxrl.envs.mjx``: Gymnasium's XML models, rewards, terminations,
+observations and reset noise; pip install ``jaxrl[mujoco]``); ``"brax"`` (Brax's generalized
+pipeline) or one of Brax's other pipelines (``"generalized"``, ``"positional"``, ``"spring"``)
+keeps the Brax environments described below, for as long as Brax installs (Brax prints that
+its pipelines are no longer maintained and points to MJX).
+
+Brax: ``halfcheetah``, ``hopper``, ``walker2d``, ``ant`` and ``humanoid`` wrap Brax's environments
 of the same names (Freeman et al. 2021, ``brax.envs``; the MuJoCo models and rewards of
 Gymnasium's ``*-v4`` tasks) behind jaxrl's ``Env`` contract with ``make_vector_env``:
 vectorized by ``vmap``, auto-reset with ``info["final_obs"]``, raw episode return and length,
@@ -8,11 +15,8 @@ termination (Hopper, Walker2d, Ant and Humanoid end when unhealthy) kept apart f
 truncation at ``max_episode_steps`` (1000, as Gymnasium). Actions are ``Box`` in
 ``[-1, 1]^A`` (Humanoid: ``[-0.4, 0.4]``, as Gymnasium), observations float32.
 
-Install with ``pip install jaxrl[mujoco]`` (it pulls ``brax``, which brings ``mujoco`` and
-``mujoco-mjx``). The physics backend is a keyword (``--env.backend``): ``"generalized"``
-(the default, as in Brax: its generalized-coordinates pipeline, that of Brax's baselines),
-``"mjx"`` (MuJoCo's own solver compiled by XLA: MuJoCo's dynamics, but on CPU it compiles
-several times slower), ``"positional"`` or ``"spring"``. Returns are comparable to
+Brax's pipelines: ``"brax"`` = ``"generalized"`` (Brax's default, its generalized-coordinates
+pipeline, that of Brax's baselines), ``"positional"`` or ``"spring"``. Returns are comparable to
 Gymnasium's v4 tasks in scale but not identical: the solvers, contacts and initial-state
 noise differ in detail.
 
@@ -35,7 +39,7 @@ import jax.numpy as jnp
 from jaxrl.envs.core import make_vector_env
 from jaxrl.types import Box, ConfigError, Env
 
-BACKENDS = ("mjx", "generalized", "positional", "spring")
+BACKENDS = ("mjx", "brax", "generalized", "positional", "spring")
 
 # jaxrl name -> (Brax env name, action bound)
 _TASKS = {
@@ -55,10 +59,12 @@ def make_brax_env(
     backend: str = "generalized",
     **kwargs,
 ) -> Env:
-    """``task`` (a key of ``_TASKS``) as a jaxrl ``Env``; ``kwargs`` go to Brax's constructor
-    (e.g. ``ctrl_cost_weight``, ``terminate_when_unhealthy``)."""
-    if backend not in BACKENDS:
+    """``task`` (a key of ``_TASKS``) as a jaxrl ``Env`` on a Brax pipeline (``backend``:
+    ``"brax"`` is ``"generalized"``); ``kwargs`` go to Brax's constructor (e.g.
+    ``ctrl_cost_weight``, ``terminate_when_unhealthy``)."""
+    if backend not in BACKENDS[1:]:
         raise ConfigError(f"unknown backend {backend!r} for {task}; valid: {', '.join(BACKENDS)}")
+    backend = "generalized" if backend == "brax" else backend
     try:
         from brax import envs as brax_envs
     except ImportError:
@@ -96,26 +102,52 @@ def make_brax_env(
     )
 
 
+def make_env(task: str, num_envs: int = 1, *, backend: str = "mjx", **kwargs: Any) -> Env:
+    """``task`` on ``backend``: ``"mjx"`` (``jaxrl.envs.mjx``, Gymnasium v5's definitions and
+    keyword arguments) or a Brax pipeline (``make_brax_env``)."""
+    if backend == "mjx":
+        from jaxrl.envs.mjx import make_mjx_env
+
+        return make_mjx_env(task, num_envs, **kwargs)
+    return make_brax_env(task, num_envs, backend=backend, **kwargs)
+
+
 def halfcheetah(num_envs: int = 1, **kwargs: Any) -> Env:
     """HalfCheetah: ``Box(6,)``, obs ``[17]``, never terminates, 1000 steps."""
-    return make_brax_env("HalfCheetah", num_envs, **kwargs)
+    return make_env("HalfCheetah", num_envs, **kwargs)
 
 
 def hopper(num_envs: int = 1, **kwargs: Any) -> Env:
-    """Hopper: ``Box(3,)``, terminates when unhealthy, 1000 steps."""
-    return make_brax_env("Hopper", num_envs, **kwargs)
+    """Hopper: ``Box(3,)``, obs ``[11]``, terminates when unhealthy, 1000 steps."""
+    return make_env("Hopper", num_envs, **kwargs)
 
 
 def walker2d(num_envs: int = 1, **kwargs: Any) -> Env:
-    """Walker2d: ``Box(6,)``, terminates when unhealthy, 1000 steps."""
-    return make_brax_env("Walker2d", num_envs, **kwargs)
+    """Walker2d: ``Box(6,)``, obs ``[17]``, terminates when unhealthy, 1000 steps."""
+    return make_env("Walker2d", num_envs, **kwargs)
 
 
 def ant(num_envs: int = 1, **kwargs: Any) -> Env:
-    """Ant: ``Box(8,)``, terminates when unhealthy, 1000 steps."""
-    return make_brax_env("Ant", num_envs, **kwargs)
+    """Ant: ``Box(8,)``, obs ``[105]`` on MJX (``[27]`` on Brax), terminates when unhealthy."""
+    return make_env("Ant", num_envs, **kwargs)
 
 
 def humanoid(num_envs: int = 1, **kwargs: Any) -> Env:
-    """Humanoid: ``Box(17,)`` in ``[-0.4, 0.4]``, terminates when fallen, 1000 steps."""
-    return make_brax_env("Humanoid", num_envs, **kwargs)
+    """Humanoid: ``Box(17,)`` in ``[-0.4, 0.4]``, obs ``[348]`` on MJX, ends when fallen."""
+    return make_env("Humanoid", num_envs, **kwargs)
+
+
+def _brax_factory(task: str):
+    def factory(num_envs: int = 1, **kwargs: Any) -> Env:
+        kwargs.setdefault("backend", "brax")
+        return make_env(task, num_envs, **kwargs)
+
+    factory.__name__ = f"{task.lower()}_brax"
+    return factory
+
+
+halfcheetah_brax = _brax_factory("HalfCheetah")
+hopper_brax = _brax_factory("Hopper")
+walker2d_brax = _brax_factory("Walker2d")
+ant_brax = _brax_factory("Ant")
+humanoid_brax = _brax_factory("Humanoid")

@@ -36,6 +36,7 @@ import numpy as np
 from rich.console import Console
 
 from jaxrl.experiment import callbacks, checkpoint, guards, report
+from jaxrl.experiment.histograms import make_collector
 from jaxrl.experiment.logging import MetricsWriter
 from jaxrl.experiment.setup import Setup
 
@@ -147,6 +148,8 @@ class _Driver:
             config=setup.cfg,
         )
         self.saver = checkpoint.CheckpointWriter(run_dir, keep=setup.launch.keep)
+        wants = self.writer.takes_histograms and not setup.launch.batched
+        self.histograms = make_collector(setup.agent, setup.eval_env) if wants else None
         self.watchdog = guards.Watchdog(
             setup.launch.watchdog, run_dir / "watchdog-stacks.txt", f"; {_resume_hint(run_dir)}"
         )
@@ -208,6 +211,9 @@ class _Driver:
         eval_mean = report.mean_eval(rows)
         if not math.isnan(eval_mean):
             pos.best = eval_mean if math.isnan(pos.best) else max(pos.best, eval_mean)
+            if self.histograms is not None:  # eval/q_values or eval/action_probs, eval/actions
+                values = self.histograms(state.agent_state, jax.random.PRNGKey(pos.chunk))
+                self.writer.histograms({f"eval/{k}": v for k, v in values.items()}, pos.steps)
         bar.update(pos.steps, sps * len(rows), report.mean_return(rows), eval_mean)
         every = setup.launch.checkpoint_every
         if every and pos.steps // every > prev // every:

@@ -80,6 +80,10 @@ class _TensorBoard:
             if key != "step" and isinstance(value, int | float):
                 self.writer.add_scalar(tag_prefix + key, value, row["step"])
 
+    def histograms(self, values: Mapping[str, np.ndarray], step: int) -> None:
+        for key, value in values.items():
+            self.writer.add_histogram(key, value, step)
+
     def close(self) -> None:
         self.writer.close()
 
@@ -173,6 +177,18 @@ class MetricsWriter:
         self._csv_file.flush()
         for logger in self._loggers:
             logger.write(row, tag_prefix)
+
+    def histograms(self, values: Mapping[str, np.ndarray], step: int) -> None:
+        """Histograms ``{tag: flat array}`` at ``step`` to the loggers that take them
+        (TensorBoard; ``jaxrl.experiment.histograms``)."""
+        for logger in self._loggers:
+            if hasattr(logger, "histograms"):
+                logger.histograms(values, step)
+
+    @property
+    def takes_histograms(self) -> bool:
+        """Whether any logger writes histograms."""
+        return any(hasattr(logger, "histograms") for logger in self._loggers)
 
     def __enter__(self) -> MetricsWriter:
         return self

@@ -1,7 +1,7 @@
-"""MuJoCo HalfCheetah (Brax) behind the Env contract: spec, clipped actions and the control
-cost, truncation at the time limit with auto-reset, final_obs and raw episode returns.
-Kept tiny (2 envs, a 3-step time limit, one compiled program) because Brax compiles slowly
-on CPU."""
+"""MuJoCo HalfCheetah on Brax (``HalfCheetah-brax``, ``--env.backend brax``) behind the Env
+contract: spec, clipped actions and the control cost, truncation at the time limit with
+auto-reset, final_obs and raw episode returns. Kept tiny (2 envs, a 3-step time limit, one
+compiled program) because Brax compiles slowly on CPU; the MJX envs are tests/envs/test_mjx.py."""
 
 import jax
 import jax.numpy as jnp
@@ -12,7 +12,7 @@ from jaxrl.types import Box
 
 
 def test_halfcheetah_contract():
-    env = envs.make("HalfCheetah", num_envs=2, max_episode_steps=3)
+    env = envs.make("HalfCheetah-brax", num_envs=2, max_episode_steps=3)
     assert env.spec.name == "HalfCheetah-brax" and env.spec.obs_shape == (17,)
     assert env.spec.action_space == Box((6,), (-1.0,) * 6, (1.0,) * 6)
     action = jnp.array([[1.5] * 6, [-0.5] * 6], jnp.float32)  # row 0 beyond the box

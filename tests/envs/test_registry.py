@@ -20,8 +20,11 @@ BUILTIN = {
     "Pendulum": "Pendulum-v1",
     "MountainCarContinuous": "MountainCarContinuous-v0",
 }
-# Registered lazily; building them needs brax (tests/envs/test_mujoco.py).
-MUJOCO = {t: f"{t}-brax" for t in ("HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid")}
+# Registered lazily; building them needs mujoco-mjx or brax (tests/envs/test_mujoco.py,
+# tests/envs/test_mjx.py). The short names are the MJX envs; ``<Task>-brax`` Brax's.
+_TASKS = ("HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid")
+MUJOCO = {t: f"{t}-mjx" for t in _TASKS}
+BRAX = {f"{t}-brax" for t in _TASKS}
 
 
 @pytest.fixture(autouse=True)
@@ -98,12 +101,13 @@ def test_short_and_canonical_names_resolve():
 def test_available_lists_builtins_with_descriptions():
     available = envs.available()
     minatar = {"MinAtar-Breakout", "MinAtar-Asterix", "MinAtar-Freeway", "MinAtar-SpaceInvaders"}
-    assert set(BUILTIN.values()) | set(MUJOCO.values()) | minatar <= set(available)
+    assert set(BUILTIN.values()) | set(MUJOCO.values()) | BRAX | minatar <= set(available)
     for short, canonical in MUJOCO.items():
         assert envs.canonical_name(short) == canonical
     board_games = {"tic_tac_toe", "connect_four"}
     assert board_games <= set(available)
-    others = set(available) - set(BUILTIN.values()) - set(MUJOCO.values()) - minatar - board_games
+    others = set(available) - set(BUILTIN.values()) - set(MUJOCO.values()) - BRAX - minatar
+    others -= board_games
     assert all(name.startswith("ALE/") for name in others)
     for description in available.values():
         assert description and "\n" not in description
