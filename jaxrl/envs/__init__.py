@@ -253,6 +253,13 @@ register(
     "Swing up and hold a pendulum: Box(1,) in [-2, 2], obs [3], 200 steps (Gymnasium).",
     aliases=("Pendulum",),
 )
+register(
+    "FrozenLake-v1",
+    "jaxrl.envs.gridworld:frozen_lake",
+    "Walk a slippery frozen lake to the goal (Gymnasium's dynamics): Discrete(4), obs "
+    "one-hot [16], 100 steps; options map_name (4x4, 8x8), is_slippery.",
+    aliases=("FrozenLake",),
+)
 
 # MuJoCo locomotion (Brax's JAX-native envs; the optional extra ``jaxrl[mujoco]``).
 for _task, _what in (
