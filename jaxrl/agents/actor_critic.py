@@ -45,6 +45,7 @@ from jaxrl.agents.optim import OptimizerOptions, scale_transform, scheduled_lrs
 from jaxrl.agents.replay import make_replay
 from jaxrl.buffers import PriorityParams
 from jaxrl.ops import noise as noise_ops
+from jaxrl.ops import param_noise as pn_ops
 from jaxrl.ops.prioritized import importance_weights
 from jaxrl.ops.returns import n_step_bootstrap
 from jaxrl.ops.schedules import linear_schedule
@@ -144,6 +145,9 @@ class OffPolicyState:
     buffer: Any
     step: jax.Array = shared_field()  # int32 env steps given to update
     hparams: dict[str, jax.Array]
+    # With parameter-space noise (TD3/DDPG's ``param_noise``): the perturbed actor that
+    # explores, its scale ``sigma`` and the last measured ``distance``; None otherwise.
+    param_noise: Any = None
 
 
 class Algorithm(NamedTuple):
@@ -299,6 +303,37 @@ def hard_target_update(learner: LearnerState, period: int) -> LearnerState:
     )
 
 
+def init_param_noise(cfg: Any, actor_params: Any, key: jax.Array) -> dict[str, Any]:
+    """The parameter-noise state at init: the actor perturbed with the initial scale."""
+    sigma = jnp.asarray(cfg.param_noise_sigma, jnp.float32)
+    return {
+        "params": pn_ops.perturb_params(key, actor_params, sigma),
+        "sigma": sigma,
+        "distance": jnp.zeros((), jnp.float32),
+    }
+
+
+def adapt_param_noise(
+    cfg: Any, policy: Callable, actor_params: Any, obs: jax.Array, noise: dict, key: jax.Array
+) -> dict[str, Any]:
+    """Plappert et al. 2018's adaptive scale for a deterministic actor
+    (``ops/param_noise.py``): on the states ``obs`` ``[B, ...]``, the RMS distance between
+    the actions of ``actor_params`` and of a fresh perturbation at the current scale; the
+    scale grows by ``param_noise_coefficient`` if it is at most ``param_noise_target``
+    and shrinks otherwise; the exploring actor is then re-perturbed at the new scale."""
+    probe_key, acting_key = jax.random.split(key)
+    sigma = noise["sigma"]
+    probe = pn_ops.perturb_params(probe_key, actor_params, sigma)
+    distance = pn_ops.action_distance(
+        policy(actor_params, obs, None, False), policy(probe, obs, None, False)
+    )
+    sigma = pn_ops.adapt_noise_scale(
+        sigma, distance, cfg.param_noise_target, cfg.param_noise_coefficient
+    )
+    params = pn_ops.perturb_params(acting_key, actor_params, sigma)
+    return {"params": params, "sigma": sigma, "distance": distance}
+
+
 def make_off_policy_agent(
     spec: EnvSpec, cfg: OffPolicyConfig, algorithm: Algorithm, name: str
 ) -> Agent:
@@ -311,6 +346,7 @@ def make_off_policy_agent(
     optimizer = make_optimizer(cfg)
     kind = cfg.exploration_noise
     n = spec.num_envs
+    param_noise = getattr(cfg, "param_noise", False)
 
     def init(key: jax.Array) -> OffPolicyState:
         actor_key, critic_key = jax.random.split(key)
@@ -349,11 +385,15 @@ def make_off_policy_agent(
             extra=algorithm.init_extra(),
             updates=jnp.zeros((), jnp.int32),
         )
+        noise = None
+        if param_noise:
+            noise = init_param_noise(cfg, actor_params, jax.random.fold_in(key, 1))
         return OffPolicyState(
             learner=learner,
             buffer=buffer.init(example),
             step=jnp.zeros((), jnp.int32),
             hparams=hparams,
+            param_noise=noise,
         )
 
     def init_carry(num_envs: int) -> Any:
@@ -377,7 +417,10 @@ def make_off_policy_agent(
 
     def act(state: OffPolicyState, obs: jax.Array, carry, key: jax.Array, explore: bool = True):
         policy_key, noise_key, random_key = jax.random.split(key, 3)
-        action = algorithm.policy(state.learner.actor_params, obs, policy_key, explore)
+        actor_params = state.learner.actor_params
+        if explore and param_noise:  # the perturbed actor explores
+            actor_params = state.param_noise["params"]
+        action = algorithm.policy(actor_params, obs, policy_key, explore)
         if explore:
             noise, carry = exploration(state, carry, noise_key, action.shape)
             action = jnp.clip(action + noise, -1.0, 1.0)
@@ -434,6 +477,24 @@ def make_off_policy_agent(
         (learner, carried), metrics = jax.lax.cond(learning, do_learn, skip, *args)
         buffer_state = carried if cfg.prioritized else buffer_state
         state = state.replace(learner=learner, buffer=buffer_state, step=step)
+        if param_noise:
+            state, metrics = param_noise_step(state, metrics, key)
         return state, metrics
+
+    def param_noise_step(state: OffPolicyState, metrics: dict, key: jax.Array):
+        """Adapts the scale on a replay batch's states and re-perturbs the actor."""
+        sample_key, noise_key = jax.random.split(jax.random.fold_in(key, 1))
+        obs = jax.tree.map(
+            lambda x: x[:, 0], buffer.sample(state.buffer, sample_key).experience.obs
+        )
+        noise = adapt_param_noise(
+            cfg, algorithm.policy, state.learner.actor_params, obs, state.param_noise, noise_key
+        )
+        metrics = {
+            **metrics,
+            "param_noise_sigma": noise["sigma"],
+            "param_noise_distance": noise["distance"],
+        }
+        return state.replace(param_noise=noise), metrics
 
     return Agent(init=init, act=act, update=update, init_carry=init_carry)

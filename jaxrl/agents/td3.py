@@ -67,6 +67,14 @@ class TD3Config(OffPolicyConfig):
         defaults 1 and 1: off): the critic regresses on
         ``Q + rate * (y - Q)``, ``rate`` the increase rate where ``y > Q`` and the decrease
         rate elsewhere (``ops.hysteretic_target``); in ``[0, 1]``.
+      param_noise: explore with a perturbed actor (Plappert et al. 2018; with
+        ``exploration_noise: none`` for their pure parameter-noise runs): every ``update``
+        measures the RMS action distance between the actor and a perturbation of scale
+        ``sigma`` (initially ``param_noise_sigma``, 0.1) on a replay batch, multiplies
+        ``sigma`` by ``param_noise_coefficient`` (1.01) while the distance is at most
+        ``param_noise_target`` (0.2, OpenAI Baselines' ``adaptive-param_0.2``) and divides
+        it otherwise, and re-perturbs the exploring actor (once per rollout, not per
+        episode: the fused runner's episodes end at different steps).
       n_step, prioritized, target_update_period: ``OffPolicyConfig``'s options.
     """
 
@@ -78,6 +86,10 @@ class TD3Config(OffPolicyConfig):
     policy_delay: int = option(2, ge=1)
     q_increase_rate: float = option(1.0, ge=0, le=1)
     q_decrease_rate: float = option(1.0, ge=0, le=1)
+    param_noise: bool = False
+    param_noise_sigma: float = option(0.1, gt=0)
+    param_noise_target: float = option(0.2, gt=0)
+    param_noise_coefficient: float = option(1.01, gt=1)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -253,3 +253,24 @@ def test_hddpg_zero_rates_freeze_the_critic():
 def test_off_policy_option_mistakes_raise_config_error(options, match):
     with pytest.raises(ConfigError, match=match):
         agents.make("ddpg", SPEC, **{**TINY, **options})
+
+
+@pytest.mark.parametrize("target, factor", [(1e3, 1.01), (1e-9, 1 / 1.01)])
+def test_ddpg_param_noise_scale_rises_and_falls_against_the_distance(target, factor):
+    opts = dict(param_noise=True, param_noise_target=target, exploration_noise="none")
+    states = learned("ddpg", 4, **opts)
+    sigmas = [float(s.param_noise["sigma"]) for s in states]
+    np.testing.assert_allclose(sigmas, 0.1 * factor ** np.arange(1, 5), rtol=1e-5)
+    assert all(float(s.param_noise["distance"]) > 0 for s in states[2:])
+    # Exploring acts with the perturbed actor, greedy acting with the actor itself.
+    from jaxrl.networks.continuous import DeterministicActor
+
+    spec = EnvSpec("Box2", (3,), "float32", Box((2,), tuple(LOW), tuple(HIGH)), 1, 10)
+    agent = agents.make("ddpg", spec, **TINY, learning_starts=4, **opts)
+    state, actor = states[-1], DeterministicActor(2, (8,))
+    obs = OBS[:1]
+    for explore, params in ((True, state.param_noise["params"]), (False, None)):
+        params = state.learner.actor_params if params is None else params
+        got = agent.act(state, obs, (), jax.random.PRNGKey(0), explore)[0]
+        want = CENTRE + HALF * np.asarray(actor.apply(params, obs))
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
