@@ -99,6 +99,7 @@ GROUP_TITLES = {
     "mujoco": "MuJoCo (Brax)",
     "atari": "Atari",
     "games": "board games",
+    "toy_text": "toy text",
 }
 
 
@@ -259,6 +260,7 @@ register(
     "Walk a slippery frozen lake to the goal (Gymnasium's dynamics): Discrete(4), obs "
     "one-hot [16], 100 steps; options map_name (4x4, 8x8), is_slippery.",
     aliases=("FrozenLake",),
+    family="toy_text",
 )
 
 # MuJoCo locomotion (Brax's JAX-native envs; the optional extra ``jaxrl[mujoco]``).

@@ -19,6 +19,7 @@ BUILTIN = {
     "MountainCar": "MountainCar-v0",
     "Pendulum": "Pendulum-v1",
     "MountainCarContinuous": "MountainCarContinuous-v0",
+    "FrozenLake": "FrozenLake-v1",
 }
 # Registered lazily; building them needs brax (tests/envs/test_mujoco.py).
 MUJOCO = {t: f"{t}-brax" for t in ("HalfCheetah", "Hopper", "Walker2d", "Ant", "Humanoid")}
