@@ -133,6 +133,14 @@ def _register_builtins() -> None:
     )
     _register_off_policy()
     _register_value_family()
+    from jaxrl.agents import tabular
+
+    register(
+        "tabular_q",
+        tabular.make_tabular_q,
+        config=tabular.TabularQConfig,
+        description="tabular Q-learning (RLHive's tutorial agent) on one-hot observations",
+    )
 
 
 def _register_value_family() -> None:

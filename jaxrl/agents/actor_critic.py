@@ -43,9 +43,15 @@ import numpy as np
 import optax
 
 from jaxrl.agents.optim import OptimizerOptions, scale_transform, scheduled_lrs
-from jaxrl.buffers.replay import make_uniform_replay
+from jaxrl.agents.replay import make_replay
+from jaxrl.buffers import PriorityParams
 from jaxrl.networks.spec import TorsoSpec
 from jaxrl.ops import noise as noise_ops
+from jaxrl.ops import param_noise as pn_ops
+from jaxrl.ops.prioritized import importance_weights
+from jaxrl.ops.returns import n_step_bootstrap
+from jaxrl.ops.schedules import linear_schedule
+from jaxrl.ops.targets import hysteretic_target
 from jaxrl.types import Agent, Box, ConfigError, EnvSpec, Transition, shared_field
 from jaxrl.validation import option
 
@@ -75,6 +81,20 @@ class OffPolicyConfig(OptimizerOptions):
         parameters, in normalized action units; each a float or one value per action
         dimension.
       max_grad_norm: global gradient-norm clip of every optimizer, or None.
+      n_step: length of the multi-step TD target (1: one-step). The critic regresses on
+        ``reward_scale * sum_{k<m} gamma^k r_k + gamma^m (1 - terminated) V(s_m)``, cut at
+        an episode's end (``ops.n_step_bootstrap``; Hessel et al. 2018).
+      prioritized: proportional prioritized replay (Schaul et al. 2016; machin's
+        ``DDPGPer``): items drawn with probability ``(|delta| + priority_eps) **
+        priority_alpha`` (normalized), ``delta`` the critics' TD error averaged over the
+        ensemble, and the critic loss weighted by importance weights whose exponent is
+        annealed linearly from ``beta_start`` to 1 over ``beta_decay_steps`` env steps.
+        ``priority_alpha`` 0.6, ``beta_start`` 0.4: the paper's proportional variant
+        (SAC's ``alpha`` is its entropy temperature, hence the prefix).
+      target_update_period: 0 (default): Polyak averaging with ``tau`` wherever the
+        algorithm updates its targets; ``k > 0``: no averaging, the targets are copied
+        from the online networks after every ``k``-th gradient (critic) step (hard
+        updates, as DQN's target network).
       adam_eps: Adam's epsilon (optax's 1e-8); the optimizer and the learning-rate
         schedule of every ``*_lr`` are ``agents/optim.py``'s options.
       torso: the observation encoder (``networks.make_torso``: a name, a registered
@@ -103,6 +123,13 @@ class OffPolicyConfig(OptimizerOptions):
     max_grad_norm: float | None = option(None, gt=0)
     torso: str | TorsoSpec = "auto"
     feature_dim: int = option(50, ge=1)
+    n_step: int = option(1, ge=1)
+    prioritized: bool = False
+    priority_alpha: float = option(0.6, ge=0)
+    beta_start: float = option(0.4, ge=0, le=1)
+    beta_decay_steps: int = option(100_000, ge=0)
+    priority_eps: float = option(1e-6, ge=0)
+    target_update_period: int = option(0, ge=0)
 
 
 @flax.struct.dataclass
@@ -126,6 +153,9 @@ class OffPolicyState:
     buffer: Any
     step: jax.Array = shared_field()  # int32 env steps given to update
     hparams: dict[str, jax.Array]
+    # With parameter-space noise (TD3/DDPG's ``param_noise``): the perturbed actor that
+    # explores, its scale ``sigma`` and the last measured ``distance``; None otherwise.
+    param_noise: Any = None
 
 
 class Algorithm(NamedTuple):
@@ -217,10 +247,116 @@ def optimizer_step(
 def td_target(batch: Transition, next_value: jax.Array, hparams: dict[str, jax.Array]):
     r"""``y = reward_scale * r + gamma * (1 - terminated) * next_value``, ``[B]``.
 
-    Truncated steps bootstrap (``batch.next_obs`` is the true last observation).
+    Truncated steps bootstrap (``batch.next_obs`` is the true last observation). With
+    n-step returns ``batch.reward`` is the discounted reward sum and
+    ``batch.extras["discount"]`` the bootstrap coefficient ``gamma^m (1 - terminated)``,
+    which replaces ``gamma * (1 - terminated)``.
     """
-    discount = hparams["gamma"] * (1.0 - batch.terminated.astype(jnp.float32))
+    if "discount" in batch.extras:
+        discount = batch.extras["discount"]
+    else:
+        discount = hparams["gamma"] * (1.0 - batch.terminated.astype(jnp.float32))
     return jax.lax.stop_gradient(hparams["reward_scale"] * batch.reward + discount * next_value)
+
+
+def critic_regression(
+    q: jax.Array, y: jax.Array, batch: Transition, scale: float = 1.0, hysteresis=None
+) -> tuple[jax.Array, jax.Array | None]:
+    r"""The critics' squared TD loss and, with prioritized replay, the new priorities.
+
+    ``q`` ``[K, B]`` (K critics), ``y`` ``[B]``:
+    :math:`L = \text{scale} \sum_k \operatorname{mean}_b w_b (Q_{kb} - y_b)^2`, with
+    importance weights ``w = batch.extras["weight"]`` when present (else 1). With
+    ``hysteresis = (q_increase_rate, q_decrease_rate)`` the target is replaced by
+    ``ops.hysteretic_target(q, y, ...)`` (machin's HDDPG). Returns ``(L, |delta|)`` with
+    ``|delta|`` ``[B]`` the mean over critics of ``|y - Q_k|`` (from the unmodified target) if
+    ``batch`` carries weights, else ``(L, None)``.
+    """
+    target = y if hysteresis is None else hysteretic_target(q, y, *hysteresis)
+    err = (q - target) ** 2
+    if "weight" in batch.extras:
+        err = err * batch.extras["weight"]
+    loss = jnp.mean(err, axis=-1).sum()
+    if scale != 1.0:
+        loss = scale * loss
+    if "weight" not in batch.extras:
+        return loss, None
+    return loss, jax.lax.stop_gradient(jnp.abs(y - q).mean(axis=0))
+
+
+def replay_batch(cfg: OffPolicyConfig, sample: Any, num_items: jax.Array, hparams) -> Transition:
+    """A sampled window ``[B, n, ...]`` as the one-step-shaped ``Transition`` ``[B, ...]``
+    that ``Algorithm.gradient_step`` takes: for ``n_step > 1`` the reward is the n-step
+    discounted sum, ``next_obs`` the bootstrap observation and ``extras["discount"]`` the
+    bootstrap coefficient (``td_target``); with prioritized replay ``extras["weight"]``
+    holds the importance weights ``[B]`` (exponent ``hparams["beta"]``)."""
+    batch = sample.experience
+    if cfg.n_step == 1:
+        batch = jax.tree.map(lambda x: x[:, 0], batch)  # [B, 1, ...] -> [B, ...]
+    else:
+        nstep = n_step_bootstrap(batch.reward, batch.terminated, batch.truncated, hparams["gamma"])
+        rows = jnp.arange(batch.reward.shape[0])
+        pick = lambda x: x[rows, nstep.bootstrap_index]
+        batch = Transition(
+            obs=jax.tree.map(lambda x: x[:, 0], batch.obs),
+            action=batch.action[:, 0],
+            reward=nstep.reward_sum,
+            next_obs=jax.tree.map(pick, batch.next_obs),
+            terminated=pick(batch.terminated),
+            truncated=pick(batch.truncated),
+            extras={"discount": nstep.bootstrap_discount},
+        )
+    if cfg.prioritized:
+        weight = importance_weights(sample.probabilities, num_items, hparams["beta"])
+        batch = batch._replace(extras={**batch.extras, "weight": weight})
+    return batch
+
+
+def hard_target_update(learner: LearnerState, period: int) -> LearnerState:
+    """Targets copied from the online networks when ``learner.updates`` is a multiple of
+    ``period`` (after the gradient step that made it so), unchanged otherwise."""
+    copy = learner.updates % period == 0
+    pick = lambda target, online: jnp.where(copy, online, target)
+    target_actor = learner.target_actor_params
+    if target_actor is not None:
+        target_actor = jax.tree.map(pick, target_actor, learner.actor_params)
+    return learner.replace(
+        target_actor_params=target_actor,
+        target_critic_params=jax.tree.map(
+            pick, learner.target_critic_params, learner.critic_params
+        ),
+    )
+
+
+def init_param_noise(cfg: Any, actor_params: Any, key: jax.Array) -> dict[str, Any]:
+    """The parameter-noise state at init: the actor perturbed with the initial scale."""
+    sigma = jnp.asarray(cfg.param_noise_sigma, jnp.float32)
+    return {
+        "params": pn_ops.perturb_params(key, actor_params, sigma),
+        "sigma": sigma,
+        "distance": jnp.zeros((), jnp.float32),
+    }
+
+
+def adapt_param_noise(
+    cfg: Any, policy: Callable, actor_params: Any, obs: jax.Array, noise: dict, key: jax.Array
+) -> dict[str, Any]:
+    """Plappert et al. 2018's adaptive scale for a deterministic actor
+    (``ops/param_noise.py``): on the states ``obs`` ``[B, ...]``, the RMS distance between
+    the actions of ``actor_params`` and of a fresh perturbation at the current scale; the
+    scale grows by ``param_noise_coefficient`` if it is at most ``param_noise_target``
+    and shrinks otherwise; the exploring actor is then re-perturbed at the new scale."""
+    probe_key, acting_key = jax.random.split(key)
+    sigma = noise["sigma"]
+    probe = pn_ops.perturb_params(probe_key, actor_params, sigma)
+    distance = pn_ops.action_distance(
+        policy(actor_params, obs, None, False), policy(probe, obs, None, False)
+    )
+    sigma = pn_ops.adapt_noise_scale(
+        sigma, distance, cfg.param_noise_target, cfg.param_noise_coefficient
+    )
+    params = pn_ops.perturb_params(acting_key, actor_params, sigma)
+    return {"params": params, "sigma": sigma, "distance": distance}
 
 
 def make_off_policy_agent(
@@ -231,13 +367,11 @@ def make_off_policy_agent(
     action_dim = low.shape[0]
     centre, half = (high + low) / 2, (high - low) / 2
     noise_params = {f: per_dim(cfg, f, action_dim, name) for f in NOISE_PARAMS}
-    try:
-        buffer = make_uniform_replay(cfg.buffer_size, spec.num_envs, cfg.batch_size)
-    except ValueError as e:
-        raise ConfigError(f"agent '{name}': {e}") from None
+    buffer = make_replay(spec, cfg, name, "full", cfg.prioritized)
     optimizer = make_optimizer(cfg)
     kind = cfg.exploration_noise
     n = spec.num_envs
+    param_noise = getattr(cfg, "param_noise", False)
 
     def init(key: jax.Array) -> OffPolicyState:
         actor_key, critic_key = jax.random.split(key)
@@ -263,6 +397,9 @@ def make_off_policy_agent(
         )
         hparams = {k: jnp.asarray(v, jnp.float32) for k, v in scalars.items()}
         hparams.update({k: jnp.asarray(v) for k, v in noise_params.items()})
+        if cfg.prioritized:
+            for k in ("priority_alpha", "beta_start", "priority_eps"):
+                hparams[k] = jnp.asarray(getattr(cfg, k), jnp.float32)
         learner = LearnerState(
             actor_params=actor_params,
             critic_params=critic_params,
@@ -273,11 +410,15 @@ def make_off_policy_agent(
             extra=algorithm.init_extra(),
             updates=jnp.zeros((), jnp.int32),
         )
+        noise = None
+        if param_noise:
+            noise = init_param_noise(cfg, actor_params, jax.random.fold_in(key, 1))
         return OffPolicyState(
             learner=learner,
             buffer=buffer.init(example),
             step=jnp.zeros((), jnp.int32),
             hparams=hparams,
+            param_noise=noise,
         )
 
     def init_carry(num_envs: int) -> Any:
@@ -301,7 +442,10 @@ def make_off_policy_agent(
 
     def act(state: OffPolicyState, obs: jax.Array, carry, key: jax.Array, explore: bool = True):
         policy_key, noise_key, random_key = jax.random.split(key, 3)
-        action = algorithm.policy(state.learner.actor_params, obs, policy_key, explore)
+        actor_params = state.learner.actor_params
+        if explore and param_noise:  # the perturbed actor explores
+            actor_params = state.param_noise["params"]
+        action = algorithm.policy(actor_params, obs, policy_key, explore)
         if explore:
             noise, carry = exploration(state, carry, noise_key, action.shape)
             action = jnp.clip(action + noise, -1.0, 1.0)
@@ -310,31 +454,72 @@ def make_off_policy_agent(
         return centre + half * action, carry, {}
 
     def learn(learner: LearnerState, buffer_state, hparams, key: jax.Array, num_steps: int):
-        def step(learner, key):
-            sample_key, step_key = jax.random.split(key)
-            batch = buffer.sample(buffer_state, sample_key).experience
-            batch = jax.tree.map(lambda x: x[:, 0], batch)  # [B, 1, ...] -> [B, ...]
-            return algorithm.gradient_step(learner, batch, hparams, step_key)
+        # Hard updates: the algorithm's Polyak steps become no-ops, targets are copied here.
+        h = {**hparams, "tau": jnp.zeros((), jnp.float32)} if cfg.target_update_period else hparams
 
-        learner, metrics = jax.lax.scan(step, learner, jax.random.split(key, num_steps))
-        return learner, jax.tree.map(jnp.nanmean, metrics)
+        def step(carry, key):
+            learner, carried = carry
+            buffer_now = carried if cfg.prioritized else buffer_state
+            sample_key, step_key = jax.random.split(key)
+            sample = buffer.sample(buffer_now, sample_key)
+            batch = replay_batch(cfg, sample, buffer.num_items(buffer_now), hparams)
+            learner, metrics = algorithm.gradient_step(learner, batch, h, step_key)
+            if cfg.prioritized:
+                knobs = PriorityParams(hparams["priority_alpha"], hparams["priority_eps"])
+                priorities = metrics.pop("td_error")
+                carried = buffer.update_priorities(carried, sample.indices, priorities, knobs)
+            if cfg.target_update_period:
+                learner = hard_target_update(learner, cfg.target_update_period)
+            return (learner, carried), metrics
+
+        carry = (learner, buffer_state if cfg.prioritized else None)
+        carry, metrics = jax.lax.scan(step, carry, jax.random.split(key, num_steps))
+        return carry, jax.tree.map(jnp.nanmean, metrics)
 
     def update(state: OffPolicyState, rollout: Transition, key: jax.Array):
         num_steps, num_envs = rollout.reward.shape
         data = rollout._replace(action=(rollout.action - centre) / half, extras={})
-        buffer_state = buffer.add(state.buffer, data)
+        priority = None
+        if cfg.prioritized:
+            priority = PriorityParams(
+                state.hparams["priority_alpha"], state.hparams["priority_eps"]
+            )
+        buffer_state = buffer.add(state.buffer, data, priority)
         step = state.step + num_steps * num_envs
         learning = (step >= cfg.learning_starts) & buffer.can_sample(buffer_state)
         k = cfg.updates_per_step * num_steps
         do_learn = lambda *args: learn(*args, num_steps=k)
-        args = (state.learner, buffer_state, scheduled_lrs(cfg, state.hparams, step), key)
+        hparams = scheduled_lrs(cfg, state.hparams, step)
+        if cfg.prioritized:
+            beta = linear_schedule(hparams["beta_start"], 1.0, cfg.beta_decay_steps)(step)
+            hparams = {**hparams, "beta": beta}
+        args = (state.learner, buffer_state, hparams, key)
         shapes = jax.eval_shape(do_learn, *args)[1]
-        skip = lambda learner, *_: (
-            learner,
+        skip = lambda learner, buffer_state, *_: (
+            (learner, buffer_state if cfg.prioritized else None),
             jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes),
         )
-        learner, metrics = jax.lax.cond(learning, do_learn, skip, *args)
+        (learner, carried), metrics = jax.lax.cond(learning, do_learn, skip, *args)
+        buffer_state = carried if cfg.prioritized else buffer_state
         state = state.replace(learner=learner, buffer=buffer_state, step=step)
+        if param_noise:
+            state, metrics = param_noise_step(state, metrics, key)
         return state, metrics
+
+    def param_noise_step(state: OffPolicyState, metrics: dict, key: jax.Array):
+        """Adapts the scale on a replay batch's states and re-perturbs the actor."""
+        sample_key, noise_key = jax.random.split(jax.random.fold_in(key, 1))
+        obs = jax.tree.map(
+            lambda x: x[:, 0], buffer.sample(state.buffer, sample_key).experience.obs
+        )
+        noise = adapt_param_noise(
+            cfg, algorithm.policy, state.learner.actor_params, obs, state.param_noise, noise_key
+        )
+        metrics = {
+            **metrics,
+            "param_noise_sigma": noise["sigma"],
+            "param_noise_distance": noise["distance"],
+        }
+        return state.replace(param_noise=noise), metrics
 
     return Agent(init=init, act=act, update=update, init_carry=init_carry)

@@ -23,7 +23,7 @@ from jaxrl.agents.q_learning import (
 from jaxrl.agents.value_heads import expected_value_head
 from jaxrl.networks import QNetwork
 from jaxrl.types import Agent, EnvSpec
-from jaxrl.validation import build_config
+from jaxrl.validation import build_config, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +86,19 @@ class DQNConfig(QLearningConfig):
       optimizer, lr_schedule and their options: ``agents/optim.py`` (Adam, constant).
       max_grad_norm: global gradient-norm clip, or None (SB3's default 10).
       reward_clip: rewards are clipped to [-c, c] for learning, or None (Atari: 1.0).
+      param_noise: explore greedily in a perturbed network instead of epsilon-greedily
+        (Plappert et al. 2018): every ``update`` measures, on a replay batch, the KL
+        between the softmax of the network's values and of a perturbation of scale
+        ``sigma`` (initially ``param_noise_sigma``: 0.01, OpenAI Baselines' deepq), and
+        multiplies ``sigma`` by ``param_noise_coefficient`` (1.01) while the KL is at most
+        ``-log(1 - eps + eps / |A|)``, ``eps`` the epsilon schedule's current value, and
+        divides it otherwise; the exploring network is then re-perturbed (once per
+        rollout).
     """
+
+    param_noise: bool = False
+    param_noise_sigma: float = option(0.01, gt=0)
+    param_noise_coefficient: float = option(1.01, gt=1)
 
 
 def make_q_network(
@@ -101,7 +113,8 @@ def make_dqn(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds a DQN agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     cfg = build_config(DQNConfig, overrides, "agent 'dqn'")
     buffer = make_replay(spec, cfg, "dqn", "auto", prioritized=False)
-    return make_q_agent(spec, cfg, scalar_head(cfg), buffer, name="dqn")
+    explore = Exploration(param_noise=cfg.param_noise)
+    return make_q_agent(spec, cfg, scalar_head(cfg), buffer, explore, name="dqn")
 
 
 make_dqn.Config = DQNConfig

@@ -54,6 +54,12 @@ from jaxrl.ops import (
     n_step_bootstrap,
     soft_update,
 )
+from jaxrl.ops.param_noise import (
+    adapt_noise_scale,
+    epsilon_kl_threshold,
+    perturb_params,
+    softmax_kl,
+)
 from jaxrl.types import (
     Agent,
     ConfigError,
@@ -143,6 +149,9 @@ class QLearningState:
     step: jax.Array = shared_field()  # int32 env steps given to update
     updates: jax.Array  # int32 gradient steps taken
     hparams: QHparams
+    # With parameter-space noise (DQN's ``param_noise``): the perturbed network that
+    # explores, its scale ``sigma`` and the last measured ``distance``; None otherwise.
+    param_noise: Any = None
 
 
 class Exploration(NamedTuple):
@@ -153,6 +162,7 @@ class Exploration(NamedTuple):
     sigma0: float = 0.5
     by_epsilon: bool = True
     noisy_torso: bool = False
+    param_noise: bool = False
 
 
 class Prioritization(NamedTuple):
@@ -242,6 +252,11 @@ def _init(p: _Parts, key: jax.Array) -> QLearningState:
     )
     fields = {f.name for f in dataclasses.fields(p.hparams)}
     hparams = p.hparams(**{k: jnp.asarray(getattr(p.cfg, k), jnp.float32) for k in fields})
+    noise = None
+    if p.explore.param_noise:
+        sigma = jnp.asarray(p.cfg.param_noise_sigma, jnp.float32)
+        noisy = perturb_params(jax.random.fold_in(key, 1), params, sigma)
+        noise = {"params": noisy, "sigma": sigma, "distance": jnp.zeros((), jnp.float32)}
     return QLearningState(
         params=params,
         target_params=params,
@@ -250,14 +265,18 @@ def _init(p: _Parts, key: jax.Array) -> QLearningState:
         step=jnp.zeros((), jnp.int32),
         updates=jnp.zeros((), jnp.int32),
         hparams=hparams,
+        param_noise=noise,
     )
 
 
 def _act(p: _Parts, state: QLearningState, obs, carry, key: jax.Array, explore: bool = True):
     noise_key, key = jax.random.split(key) if _stochastic(p) else (None, key)
-    out = _apply(p, state.params, obs, noise_key, deterministic=not explore, role="act")
+    params, epsilon = state.params, _epsilon(p, state, explore)
+    if explore and p.explore.param_noise:  # greedy in the perturbed network (Plappert)
+        params, epsilon = state.param_noise["params"], jnp.zeros((), jnp.float32)
+    out = _apply(p, params, obs, noise_key, deterministic=not explore, role="act")
     q = p.head.q_values(out)
-    action = masked_epsilon_greedy(key, q, _epsilon(p, state, explore), action_mask(obs))
+    action = masked_epsilon_greedy(key, q, epsilon, action_mask(obs))
     return action, carry, ({} if explore else {"q_values": q})  # q: TensorBoard histograms
 
 
@@ -357,7 +376,32 @@ def _update(p: _Parts, state: QLearningState, rollout: Transition, key: jax.Arra
         updates=state.updates + jnp.where(learning, p.cfg.updates_per_rollout, 0),
     )
     metrics = {"loss": loss, "q_mean": q_mean, "epsilon": _epsilon(p, state, True)}
+    if p.explore.param_noise:
+        state = _adapt_param_noise(p, state, key)
+        noise = state.param_noise
+        metrics.update(param_noise_sigma=noise["sigma"], param_noise_distance=noise["distance"])
     return state, metrics
+
+
+def _adapt_param_noise(p: _Parts, state: QLearningState, key: jax.Array) -> QLearningState:
+    """Plappert et al. 2018's adaptive scale for DQN (``ops/param_noise.py``): on a replay
+    batch, the KL between the softmax of the network's values and of a fresh perturbation
+    at the current scale, against the threshold ``-log(1 - eps + eps / |A|)`` of the
+    epsilon schedule's current value; then the exploring network is re-perturbed."""
+    sample_key, probe_key, acting_key = jax.random.split(jax.random.fold_in(key, 1), 3)
+    obs = jax.tree.map(lambda x: x[:, 0], p.buffer.sample(state.buffer, sample_key).experience.obs)
+    sigma = state.param_noise["sigma"]
+    probe = perturb_params(probe_key, state.params, sigma)
+    q = p.head.q_values(_apply(p, state.params, obs, None, deterministic=True))
+    q_probe = p.head.q_values(_apply(p, probe, obs, None, deterministic=True))
+    distance = softmax_kl(q, q_probe)
+    epsilon = epsilon_schedule(
+        p.cfg, state.hparams.epsilon_start, state.hparams.epsilon_end, p.spec.num_envs
+    )(state.step)
+    threshold = epsilon_kl_threshold(epsilon, p.spec.action_space.n)
+    sigma = adapt_noise_scale(sigma, distance, threshold, p.cfg.param_noise_coefficient)
+    noisy = perturb_params(acting_key, state.params, sigma)
+    return state.replace(param_noise={"params": noisy, "sigma": sigma, "distance": distance})
 
 
 def make_q_agent(

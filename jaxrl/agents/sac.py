@@ -43,6 +43,7 @@ from jaxrl.agents.actor_critic import (
     LearnerState,
     OffPolicyConfig,
     action_box,
+    critic_regression,
     make_critic,
     make_encoder,
     make_off_policy_agent,
@@ -127,9 +128,10 @@ def make_agent(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Agent:
 
         def critic_loss(params):
             q = critic.apply(params, batch.obs, batch.action)  # [K, B]
-            return 0.5 * jnp.mean((q - y) ** 2, axis=-1).sum(), q.mean()
+            loss, td_error = critic_regression(q, y, batch, scale=0.5)
+            return loss, (q.mean(), td_error)
 
-        (q_loss, q_mean), grads = jax.value_and_grad(critic_loss, has_aux=True)(
+        (q_loss, (q_mean, td_error)), grads = jax.value_and_grad(critic_loss, has_aux=True)(
             learner.critic_params
         )
         critic_params, critic_opt_state = optimizer_step(
@@ -177,6 +179,8 @@ def make_agent(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Agent:
             "entropy": -log_prob.mean(),
             "q_mean": q_mean,
         }
+        if td_error is not None:  # prioritized replay: the skeleton's new priorities
+            metrics["td_error"] = td_error
         return learner, metrics
 
     algorithm = Algorithm(

@@ -37,6 +37,7 @@ from jaxrl.agents.actor_critic import (
     OffPolicyConfig,
     PerDim,
     action_box,
+    critic_regression,
     make_critic,
     make_encoder,
     make_off_policy_agent,
@@ -63,6 +64,19 @@ class TD3Config(OffPolicyConfig):
       num_critics: 2 (clipped double Q).
       policy_noise, noise_clip: target policy smoothing, 0.2 and 0.5 (0 turns it off).
       policy_delay: critic steps per actor and target update, 2 (``policy_freq``).
+      q_increase_rate, q_decrease_rate: hysteretic critic updates (machin's ``HDDPG``,
+        defaults 1 and 1: off): the critic regresses on
+        ``Q + rate * (y - Q)``, ``rate`` the increase rate where ``y > Q`` and the decrease
+        rate elsewhere (``ops.hysteretic_target``); in ``[0, 1]``.
+      param_noise: explore with a perturbed actor (Plappert et al. 2018; with
+        ``exploration_noise: none`` for their pure parameter-noise runs): every ``update``
+        measures the RMS action distance between the actor and a perturbation of scale
+        ``sigma`` (initially ``param_noise_sigma``, 0.1) on a replay batch, multiplies
+        ``sigma`` by ``param_noise_coefficient`` (1.01) while the distance is at most
+        ``param_noise_target`` (0.2, OpenAI Baselines' ``adaptive-param_0.2``) and divides
+        it otherwise, and re-perturbs the exploring actor (once per rollout, not per
+        episode: the fused runner's episodes end at different steps).
+      n_step, prioritized, target_update_period: ``OffPolicyConfig``'s options.
     """
 
     learning_starts: int = 25_000
@@ -71,6 +85,12 @@ class TD3Config(OffPolicyConfig):
     policy_noise: float = option(0.2, ge=0)
     noise_clip: float = option(0.5, ge=0)
     policy_delay: int = option(2, ge=1)
+    q_increase_rate: float = option(1.0, ge=0, le=1)
+    q_decrease_rate: float = option(1.0, ge=0, le=1)
+    param_noise: bool = False
+    param_noise_sigma: float = option(0.1, gt=0)
+    param_noise_target: float = option(0.2, gt=0)
+    param_noise_coefficient: float = option(1.01, gt=1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +124,9 @@ def make_agent(spec: EnvSpec, cfg: TD3Config, name: str = "td3") -> Agent:
     )
     critic = make_critic(cfg, spec, cfg.num_critics)
     optimizer = make_optimizer(cfg)
+    hysteresis = None  # machin's HDDPG when either rate is not 1
+    if (cfg.q_increase_rate, cfg.q_decrease_rate) != (1.0, 1.0):
+        hysteresis = (cfg.q_increase_rate, cfg.q_decrease_rate)
 
     def policy(actor_params, obs, key, explore: bool):
         del key, explore  # exploration noise is the skeleton's
@@ -141,9 +164,10 @@ def make_agent(spec: EnvSpec, cfg: TD3Config, name: str = "td3") -> Agent:
 
         def critic_loss(params):
             q = critic.apply(params, batch.obs, batch.action)  # [K, B]
-            return jnp.mean((q - y) ** 2, axis=-1).sum(), q.mean()
+            loss, td_error = critic_regression(q, y, batch, hysteresis=hysteresis)
+            return loss, (q.mean(), td_error)
 
-        (q_loss, q_mean), grads = jax.value_and_grad(critic_loss, has_aux=True)(
+        (q_loss, (q_mean, td_error)), grads = jax.value_and_grad(critic_loss, has_aux=True)(
             learner.critic_params
         )
         critic_params, critic_opt_state = optimizer_step(
@@ -159,7 +183,10 @@ def make_agent(spec: EnvSpec, cfg: TD3Config, name: str = "td3") -> Agent:
         learner, pi_loss = jax.lax.cond(
             updates % cfg.policy_delay == 0, lambda lr: actor_step(lr, batch, h), skip, learner
         )
-        return learner, {"critic_loss": q_loss, "actor_loss": pi_loss, "q_mean": q_mean}
+        metrics = {"critic_loss": q_loss, "actor_loss": pi_loss, "q_mean": q_mean}
+        if td_error is not None:  # prioritized replay: the skeleton's new priorities
+            metrics["td_error"] = td_error
+        return learner, metrics
 
     algorithm = Algorithm(
         actor=actor,

@@ -99,6 +99,7 @@ GROUP_TITLES = {
     "mujoco": "MuJoCo (MJX; Brax)",
     "atari": "Atari",
     "games": "board games",
+    "toy_text": "toy text",
 }
 
 
@@ -262,6 +263,14 @@ register(
     classic.pendulum,
     "Swing up and hold a pendulum: Box(1,) in [-2, 2], obs [3], 200 steps (Gymnasium).",
     aliases=("Pendulum",),
+)
+register(
+    "FrozenLake-v1",
+    "jaxrl.envs.gridworld:frozen_lake",
+    "Walk a slippery frozen lake to the goal (Gymnasium's dynamics): Discrete(4), obs "
+    "one-hot [16], 100 steps; options map_name (4x4, 8x8), is_slippery.",
+    aliases=("FrozenLake",),
+    family="toy_text",
 )
 
 # MuJoCo locomotion on MJX (Gymnasium v5's tasks; ``--env.backend brax`` for Brax's) and on

@@ -33,7 +33,7 @@ from jaxrl.ops.schedules import (
     linear_schedule,
     piecewise_linear_schedule,
 )
-from jaxrl.ops.targets import soft_update
+from jaxrl.ops.targets import hysteretic_target, soft_update
 from jaxrl.ops.vtrace import VTraceOutput, vtrace
 
 __all__ = [
@@ -68,6 +68,7 @@ __all__ = [
     "quantile_huber_loss",
     "quantile_midpoints",
     "soft_bootstrap_value",
+    "hysteretic_target",
     "soft_update",
     "value_loss",
     "VTraceOutput",

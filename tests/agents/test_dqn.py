@@ -150,3 +150,26 @@ def test_continuous_env_and_bad_options_are_config_errors():
         agents.make("dqn", spec(), n_step="three")
     with pytest.raises(ConfigError, match="tau must be in"):
         agents.make("dqn", spec(), tau=0.0)
+
+
+def test_param_noise_scale_follows_the_kl_threshold_and_perturbed_greedy_acting():
+    # A high epsilon (a loose threshold) lets sigma grow; epsilon 0 (threshold 0) shrinks it.
+    for eps, factor in ((1.0, 1.01), (0.0, 1 / 1.01)):
+        opts = dict(param_noise=True, epsilon_start=eps, epsilon_end=eps, learning_starts=2)
+        agent = agents.make("dqn", spec(2), **TINY, **opts)
+        state = agent.init(jax.random.PRNGKey(0))
+        update, rng = jax.jit(agent.update), np.random.default_rng(0)
+        sigmas = []
+        for i in range(3):
+            state, metrics = update(state, rollout(rng, 2, 2), jax.random.PRNGKey(i))
+            sigmas.append(float(metrics["param_noise_sigma"]))
+        np.testing.assert_allclose(sigmas, 0.01 * factor ** np.arange(1, 4), rtol=1e-5)
+    assert float(metrics["param_noise_distance"]) > 0  # the KL of two different nets
+    net = make_q_network(spec(2), (8,), False)
+    # Exploring is greedy in the perturbed network (epsilon 0), evaluation in the online one.
+    obs = jnp.asarray(rng.normal(size=(64, 4)), jnp.float32)
+    noisy_q = net.apply(state.param_noise["params"], obs)
+    explored = agent.act(state, obs, (), jax.random.PRNGKey(5), True)[0]
+    np.testing.assert_array_equal(explored, np.argmax(noisy_q, -1))
+    greedy = agent.act(state, obs, (), jax.random.PRNGKey(5), False)[0]
+    np.testing.assert_array_equal(greedy, np.argmax(net.apply(state.params, obs), -1))

@@ -19,6 +19,7 @@ BUILTIN = {
     "MountainCar": "MountainCar-v0",
     "Pendulum": "Pendulum-v1",
     "MountainCarContinuous": "MountainCarContinuous-v0",
+    "FrozenLake": "FrozenLake-v1",
 }
 # Registered lazily; building them needs mujoco-mjx or brax (tests/envs/test_mujoco.py,
 # tests/envs/test_mjx.py). The short names are the MJX envs; ``<Task>-brax`` Brax's.

@@ -53,3 +53,20 @@ def test_soft_update_vmapped_tau_and_params():
         _assert_tree_close(
             sl(got), _soft_ref(sl(target), sl(online), float(taus[i])), rtol=1e-6, atol=1e-7
         )
+
+
+def test_hysteretic_target_against_numpy():
+    from jaxrl.ops import hysteretic_target
+
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(2, 7)).astype(np.float32)
+    y = rng.normal(size=(7,)).astype(np.float32)
+    got = hysteretic_target(jnp.asarray(q), jnp.asarray(y), 0.3, 0.8)
+    want = np.where(y - q > 0, q + 0.3 * (y - q), q + 0.8 * (y - q))
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    np.testing.assert_allclose(
+        hysteretic_target(jnp.asarray(q), jnp.asarray(y), 1, 1),
+        np.broadcast_to(y, q.shape),
+        rtol=1e-6,
+    )
+    assert float(jax.grad(lambda v: hysteretic_target(v, 1.0, 0.5, 0.5))(0.0)) == 0.0
