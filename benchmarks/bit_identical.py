@@ -31,6 +31,7 @@ from jaxrl.runners.host import make_host_runner
 OFF = dict(learning_starts=64, batch_size=16, buffer_size=512)
 # MuJoCo's case keeps the Brax backend its fingerprints were made with (MJX is the default).
 BRAX = dict(max_episode_steps=20, backend="brax")
+GYMNAX = dict(backend="gymnax")
 # (case name, agent, env, env kwargs, agent overrides, run config)
 CASES = [
     ("dqn_cartpole", "dqn", "CartPole", {}, dict(OFF, n_step=3, double=True, dueling=True), 4),
@@ -50,9 +51,10 @@ CASES = [
     ("td3_pendulum", "td3", "Pendulum", {}, dict(OFF), 1),
     ("ddpg_pendulum", "ddpg", "Pendulum", {}, dict(OFF), 1),
     ("random_cartpole", "random", "CartPole", {}, {}, 1),
-    ("dqn_minatar", "dqn", "MinAtar-Breakout", {}, dict(OFF), 1),
-    ("rainbow_minatar", "rainbow", "MinAtar-Breakout", {}, dict(OFF), 1),
-    ("ppo_minatar", "ppo", "MinAtar-Breakout", {}, dict(num_minibatches=2), 8),
+    # MinAtar pinned to the gymnax backend (no sticky actions) that /work/baseline was made on.
+    ("dqn_minatar", "dqn", "MinAtar-Breakout", GYMNAX, dict(OFF), 1),
+    ("rainbow_minatar", "rainbow", "MinAtar-Breakout", GYMNAX, dict(OFF), 1),
+    ("ppo_minatar", "ppo", "MinAtar-Breakout", GYMNAX, dict(num_minibatches=2), 8),
     (
         "rainbow_pong",
         "rainbow",

@@ -314,28 +314,24 @@ def _register_atari() -> None:
 
 _register_atari()
 
-# MinAtar (Young & Tian 2019) through gymnax: imported on first use (extra jaxrl[minatar]).
-for _name, _attr, _gymnax_id, _what in (
-    (
-        "MinAtar-Breakout",
-        "breakout",
-        "Breakout-MinAtar",
-        "bounce a ball to break bricks: Discrete(3)",
-    ),
-    ("MinAtar-Asterix", "asterix", "Asterix-MinAtar", "collect gold, avoid enemies: Discrete(5)"),
-    ("MinAtar-Freeway", "freeway", "Freeway-MinAtar", "cross a road of cars: Discrete(3)"),
-    (
-        "MinAtar-SpaceInvaders",
-        "space_invaders",
-        "SpaceInvaders-MinAtar",
-        "shoot aliens: Discrete(4)",
-    ),
+# MinAtar (Young & Tian 2019) as its paper runs it (envs/minatar.py: pgx-minatar, sticky
+# actions 0.1, difficulty ramping; backend gymnax as an option): extra jaxrl[minatar].
+for _name, _attr, _what in (
+    ("MinAtar-Breakout", "breakout", "bounce a ball to break bricks: Discrete(3)"),
+    ("MinAtar-Asterix", "asterix", "collect gold, avoid enemies: Discrete(5)"),
+    ("MinAtar-Freeway", "freeway", "cross a road of cars: Discrete(3)"),
+    ("MinAtar-Seaquest", "seaquest", "shoot, rescue divers, surface for air: Discrete(6)"),
+    ("MinAtar-SpaceInvaders", "space_invaders", "shoot aliens: Discrete(4)"),
 ):
+    _gymnax_id = _name.removeprefix("MinAtar-") + "-MinAtar"
     register(
         _name,
-        f"jaxrl.envs.gymnax:{_attr}",
-        f"MinAtar {_what}, obs [10, 10, C] float32 0/1, 1,000 steps (gymnax; jaxrl[minatar]).",
+        f"jaxrl.envs.minatar:{_attr}",
+        f"MinAtar {_what}, obs [10, 10, C] float32 0/1, sticky actions 0.1, difficulty "
+        "ramping (pgx-minatar; options sticky_action_prob, difficulty_ramping, backend "
+        "pgx|gymnax; jaxrl[minatar]).",
         aliases=(_gymnax_id,),
+        family="minatar",
     )
 
 # Two-player turn-based board games through pgx (envs/games.py; extra jaxrl[games]).

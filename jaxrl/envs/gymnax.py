@@ -1,4 +1,6 @@
-"""MinAtar (Young & Tian 2019) through gymnax, as vectorized, auto-resetting jaxrl ``Env``s.
+"""MinAtar (Young & Tian 2019) through gymnax, as vectorized, auto-resetting jaxrl ``Env``s:
+the ``backend="gymnax"`` option of ``jaxrl.envs.minatar`` (whose default is pgx-minatar
+with sticky actions and ramping).
 
 gymnax (Lange 2022, written against ``gymnax==1.0.1``, the ``jaxrl[minatar]`` extra)
 implements MinAtar's games as functional environments ``reset_env(key, params)`` and

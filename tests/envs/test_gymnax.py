@@ -56,7 +56,7 @@ def reference_rollout(gymnax_id, actions, reset_key, step_keys):
 
 @pytest.mark.parametrize("name", ["MinAtar-Breakout", "MinAtar-SpaceInvaders"])
 def test_matches_gymnax_loop_with_time_limit(name):
-    env = envs.make(name, num_envs=N, max_episode_steps=LIMIT)
+    env = envs.make(name, num_envs=N, max_episode_steps=LIMIT, backend="gymnax")
     n_actions = env.spec.action_space.n
     # Breakout: always "left" loses the ball quickly (termination); others random.
     actions = np.array(jax.random.randint(jax.random.PRNGKey(1), (STEPS, N), 0, n_actions))
@@ -95,7 +95,7 @@ def test_matches_gymnax_loop_with_time_limit(name):
 )
 def test_registry_specs(name, alias, channels, n):
     assert envs.canonical_name(alias) == name
-    spec = envs.make(alias, num_envs=2).spec
+    spec = envs.make(alias, num_envs=2, backend="gymnax").spec
     assert spec.obs_shape == (10, 10, channels) and spec.obs_dtype == "float32"
     assert spec.action_space == Discrete(n) and spec.num_envs == 2
     assert spec.max_episode_steps == (2500 if name == "MinAtar-Freeway" else 1000)

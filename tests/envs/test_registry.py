@@ -101,7 +101,8 @@ def test_short_and_canonical_names_resolve():
 
 def test_available_lists_builtins_with_descriptions():
     available = envs.available()
-    minatar = {"MinAtar-Breakout", "MinAtar-Asterix", "MinAtar-Freeway", "MinAtar-SpaceInvaders"}
+    minatar = {f"MinAtar-{g}" for g in ("Breakout", "Asterix", "Freeway", "Seaquest")}
+    minatar.add("MinAtar-SpaceInvaders")
     assert set(BUILTIN.values()) | set(MUJOCO.values()) | BRAX | minatar <= set(available)
     for short, canonical in MUJOCO.items():
         assert envs.canonical_name(short) == canonical

@@ -120,3 +120,12 @@ def test_atari_preset_chosen_for_every_atari_game(agent):
         "num_envs": 1,
     }
     assert config.resolve(config_file=path, env="Breakout")["env"]["name"] == "ALE/Breakout-v5"
+
+
+@pytest.mark.parametrize("agent", ["dqn", "rainbow"])
+def test_minatar_preset_chosen_for_every_minatar_game(agent):
+    for env in ("MinAtar-Breakout", "MinAtar-Asterix", "MinAtar-Seaquest"):
+        cfg = config.resolve(agent=agent, env=env)
+        assert cfg["preset"] == f"minatar-{agent}", env
+        assert cfg["env"] == {"name": env, "backend": "pgx", "num_envs": 4}
+        assert cfg["agent"]["buffer_size"] == 100_000
