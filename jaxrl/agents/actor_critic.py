@@ -42,14 +42,17 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxrl.agents.off_policy_parts import (
+    exploration_noise,
+    init_param_noise,
+    learn,
+    param_noise_step,
+)
 from jaxrl.agents.optim import OptimizerOptions, scale_transform, scheduled_lrs
 from jaxrl.agents.replay import make_replay
 from jaxrl.buffers import PriorityParams
 from jaxrl.networks.spec import TorsoSpec
 from jaxrl.ops import noise as noise_ops
-from jaxrl.ops import param_noise as pn_ops
-from jaxrl.ops.prioritized import importance_weights
-from jaxrl.ops.returns import n_step_bootstrap
 from jaxrl.ops.schedules import linear_schedule
 from jaxrl.ops.targets import hysteretic_target
 from jaxrl.types import Agent, Box, ConfigError, EnvSpec, Transition, shared_field
@@ -284,81 +287,6 @@ def critic_regression(
     return loss, jax.lax.stop_gradient(jnp.abs(y - q).mean(axis=0))
 
 
-def replay_batch(cfg: OffPolicyConfig, sample: Any, num_items: jax.Array, hparams) -> Transition:
-    """A sampled window ``[B, n, ...]`` as the one-step-shaped ``Transition`` ``[B, ...]``
-    that ``Algorithm.gradient_step`` takes: for ``n_step > 1`` the reward is the n-step
-    discounted sum, ``next_obs`` the bootstrap observation and ``extras["discount"]`` the
-    bootstrap coefficient (``td_target``); with prioritized replay ``extras["weight"]``
-    holds the importance weights ``[B]`` (exponent ``hparams["beta"]``)."""
-    batch = sample.experience
-    if cfg.n_step == 1:
-        batch = jax.tree.map(lambda x: x[:, 0], batch)  # [B, 1, ...] -> [B, ...]
-    else:
-        nstep = n_step_bootstrap(batch.reward, batch.terminated, batch.truncated, hparams["gamma"])
-        rows = jnp.arange(batch.reward.shape[0])
-        pick = lambda x: x[rows, nstep.bootstrap_index]
-        batch = Transition(
-            obs=jax.tree.map(lambda x: x[:, 0], batch.obs),
-            action=batch.action[:, 0],
-            reward=nstep.reward_sum,
-            next_obs=jax.tree.map(pick, batch.next_obs),
-            terminated=pick(batch.terminated),
-            truncated=pick(batch.truncated),
-            extras={"discount": nstep.bootstrap_discount},
-        )
-    if cfg.prioritized:
-        weight = importance_weights(sample.probabilities, num_items, hparams["beta"])
-        batch = batch._replace(extras={**batch.extras, "weight": weight})
-    return batch
-
-
-def hard_target_update(learner: LearnerState, period: int) -> LearnerState:
-    """Targets copied from the online networks when ``learner.updates`` is a multiple of
-    ``period`` (after the gradient step that made it so), unchanged otherwise."""
-    copy = learner.updates % period == 0
-    pick = lambda target, online: jnp.where(copy, online, target)
-    target_actor = learner.target_actor_params
-    if target_actor is not None:
-        target_actor = jax.tree.map(pick, target_actor, learner.actor_params)
-    return learner.replace(
-        target_actor_params=target_actor,
-        target_critic_params=jax.tree.map(
-            pick, learner.target_critic_params, learner.critic_params
-        ),
-    )
-
-
-def init_param_noise(cfg: Any, actor_params: Any, key: jax.Array) -> dict[str, Any]:
-    """The parameter-noise state at init: the actor perturbed with the initial scale."""
-    sigma = jnp.asarray(cfg.param_noise_sigma, jnp.float32)
-    return {
-        "params": pn_ops.perturb_params(key, actor_params, sigma),
-        "sigma": sigma,
-        "distance": jnp.zeros((), jnp.float32),
-    }
-
-
-def adapt_param_noise(
-    cfg: Any, policy: Callable, actor_params: Any, obs: jax.Array, noise: dict, key: jax.Array
-) -> dict[str, Any]:
-    """Plappert et al. 2018's adaptive scale for a deterministic actor
-    (``ops/param_noise.py``): on the states ``obs`` ``[B, ...]``, the RMS distance between
-    the actions of ``actor_params`` and of a fresh perturbation at the current scale; the
-    scale grows by ``param_noise_coefficient`` if it is at most ``param_noise_target``
-    and shrinks otherwise; the exploring actor is then re-perturbed at the new scale."""
-    probe_key, acting_key = jax.random.split(key)
-    sigma = noise["sigma"]
-    probe = pn_ops.perturb_params(probe_key, actor_params, sigma)
-    distance = pn_ops.action_distance(
-        policy(actor_params, obs, None, False), policy(probe, obs, None, False)
-    )
-    sigma = pn_ops.adapt_noise_scale(
-        sigma, distance, cfg.param_noise_target, cfg.param_noise_coefficient
-    )
-    params = pn_ops.perturb_params(acting_key, actor_params, sigma)
-    return {"params": params, "sigma": sigma, "distance": distance}
-
-
 def make_off_policy_agent(
     spec: EnvSpec, cfg: OffPolicyConfig, algorithm: Algorithm, name: str
 ) -> Agent:
@@ -425,21 +353,6 @@ def make_off_policy_agent(
         """The OU state ``[num_envs, A]`` at an episode's start; ``()`` for other noises."""
         return noise_ops.ou_init((num_envs, action_dim), None) if kind == "ou" else ()
 
-    def exploration(state: OffPolicyState, carry, key: jax.Array, shape) -> tuple[jax.Array, Any]:
-        """``(noise [N, A], new carry)`` of the configured kind."""
-        h = state.hparams
-        if kind == "gaussian":
-            return noise_ops.gaussian_noise(key, shape, h["noise_mu"], h["noise_sigma"]), carry
-        if kind == "clipped_gaussian":
-            args = (h["noise_mu"], h["noise_sigma"], h["noise_low"], h["noise_high"])
-            return noise_ops.clipped_gaussian_noise(key, shape, *args), carry
-        if kind == "uniform":
-            return noise_ops.uniform_noise(key, shape, h["noise_low"], h["noise_high"]), carry
-        if kind == "ou":
-            args = (h["noise_mu"], h["noise_sigma"], h["noise_theta"], h["noise_dt"])
-            return noise_ops.ou_step(carry, key, *args)
-        return jnp.zeros(shape, jnp.float32), carry
-
     def act(state: OffPolicyState, obs: jax.Array, carry, key: jax.Array, explore: bool = True):
         policy_key, noise_key, random_key = jax.random.split(key, 3)
         actor_params = state.learner.actor_params
@@ -447,34 +360,11 @@ def make_off_policy_agent(
             actor_params = state.param_noise["params"]
         action = algorithm.policy(actor_params, obs, policy_key, explore)
         if explore:
-            noise, carry = exploration(state, carry, noise_key, action.shape)
+            noise, carry = exploration_noise(kind, state.hparams, carry, noise_key, action.shape)
             action = jnp.clip(action + noise, -1.0, 1.0)
             uniform = jax.random.uniform(random_key, action.shape, jnp.float32, -1.0, 1.0)
             action = jnp.where(state.step < cfg.learning_starts, uniform, action)
         return centre + half * action, carry, {}
-
-    def learn(learner: LearnerState, buffer_state, hparams, key: jax.Array, num_steps: int):
-        # Hard updates: the algorithm's Polyak steps become no-ops, targets are copied here.
-        h = {**hparams, "tau": jnp.zeros((), jnp.float32)} if cfg.target_update_period else hparams
-
-        def step(carry, key):
-            learner, carried = carry
-            buffer_now = carried if cfg.prioritized else buffer_state
-            sample_key, step_key = jax.random.split(key)
-            sample = buffer.sample(buffer_now, sample_key)
-            batch = replay_batch(cfg, sample, buffer.num_items(buffer_now), hparams)
-            learner, metrics = algorithm.gradient_step(learner, batch, h, step_key)
-            if cfg.prioritized:
-                knobs = PriorityParams(hparams["priority_alpha"], hparams["priority_eps"])
-                priorities = metrics.pop("td_error")
-                carried = buffer.update_priorities(carried, sample.indices, priorities, knobs)
-            if cfg.target_update_period:
-                learner = hard_target_update(learner, cfg.target_update_period)
-            return (learner, carried), metrics
-
-        carry = (learner, buffer_state if cfg.prioritized else None)
-        carry, metrics = jax.lax.scan(step, carry, jax.random.split(key, num_steps))
-        return carry, jax.tree.map(jnp.nanmean, metrics)
 
     def update(state: OffPolicyState, rollout: Transition, key: jax.Array):
         num_steps, num_envs = rollout.reward.shape
@@ -488,7 +378,7 @@ def make_off_policy_agent(
         step = state.step + num_steps * num_envs
         learning = (step >= cfg.learning_starts) & buffer.can_sample(buffer_state)
         k = cfg.updates_per_step * num_steps
-        do_learn = lambda *args: learn(*args, num_steps=k)
+        do_learn = lambda *args: learn(cfg, buffer, algorithm, *args, num_steps=k)
         hparams = scheduled_lrs(cfg, state.hparams, step)
         if cfg.prioritized:
             beta = linear_schedule(hparams["beta_start"], 1.0, cfg.beta_decay_steps)(step)
@@ -503,23 +393,7 @@ def make_off_policy_agent(
         buffer_state = carried if cfg.prioritized else buffer_state
         state = state.replace(learner=learner, buffer=buffer_state, step=step)
         if param_noise:
-            state, metrics = param_noise_step(state, metrics, key)
+            state, metrics = param_noise_step(cfg, buffer, algorithm.policy, state, metrics, key)
         return state, metrics
-
-    def param_noise_step(state: OffPolicyState, metrics: dict, key: jax.Array):
-        """Adapts the scale on a replay batch's states and re-perturbs the actor."""
-        sample_key, noise_key = jax.random.split(jax.random.fold_in(key, 1))
-        obs = jax.tree.map(
-            lambda x: x[:, 0], buffer.sample(state.buffer, sample_key).experience.obs
-        )
-        noise = adapt_param_noise(
-            cfg, algorithm.policy, state.learner.actor_params, obs, state.param_noise, noise_key
-        )
-        metrics = {
-            **metrics,
-            "param_noise_sigma": noise["sigma"],
-            "param_noise_distance": noise["distance"],
-        }
-        return state.replace(param_noise=noise), metrics
 
     return Agent(init=init, act=act, update=update, init_carry=init_carry)

@@ -178,7 +178,8 @@ def n_step_reference(r, term, trunc, next_v, gamma):
 
 
 def test_n_step_batch_gives_the_n_step_target():
-    from jaxrl.agents.actor_critic import OffPolicyConfig, replay_batch, td_target
+    from jaxrl.agents.actor_critic import OffPolicyConfig, td_target
+    from jaxrl.agents.off_policy_parts import replay_batch
     from jaxrl.buffers.base import ReplaySample
 
     rng = np.random.default_rng(0)
