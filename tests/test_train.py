@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import pytest
 import yaml
 
+from jaxrl import agents
 from jaxrl.train import main
 from jaxrl.types import Agent
 
@@ -90,8 +91,7 @@ def test_run_directory_and_reproduction(tmp_path, capsys):
     [
         (
             ["--agent", "nope"],
-            "unknown agent 'nope'; available: a2c, ddpg, dqn, iqn, mdqn, ppo, pqn, qrdqn, rainbow, "
-            "random, sac, td3",
+            "unknown agent 'nope'; available: " + ", ".join(sorted(agents.available())),
         ),
         (["--env", "Pong-v9"], "Pong-v9"),
         (["--agent.learning_rate", "1"], "unknown option 'learning_rate'"),

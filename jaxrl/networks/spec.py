@@ -40,7 +40,7 @@ import jax
 
 from jaxrl.networks import initializers
 from jaxrl.networks.conv import Conv, canonical_backward_default
-from jaxrl.networks.torsos import scale_obs
+from jaxrl.networks.inputs import TORSOS, scale_obs
 from jaxrl.types import ConfigError
 from jaxrl.validation import Options, option
 
@@ -191,8 +191,6 @@ def register_torso(name: str, fn: TorsoFn) -> None:
     ``jaxrl.train`` / ``jaxrl.evaluate``. Built-in names cannot be replaced; registering a
     name again replaces the earlier function.
     """
-    from jaxrl.networks.torsos import TORSOS
-
     if not isinstance(name, str) or not name or name in TORSOS:
         raise ConfigError(f"torso name {name!r} must be a new non-empty string, not built-in")
     if not callable(fn):

@@ -18,7 +18,9 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
+from jaxrl.networks import spec
 from jaxrl.networks.conv import Conv, canonical_backward_default
+from jaxrl.networks.inputs import TORSOS, scale_obs
 from jaxrl.networks.noisy import dense
 from jaxrl.types import ConfigError
 
@@ -82,12 +84,6 @@ class NatureCNN(nn.Module):
         for size in self.hidden_sizes:
             x = nn.relu(nn.Dense(size)(x))
         return x
-
-
-def scale_obs(obs: jax.Array) -> jax.Array:
-    """float32, integer (uint8 frame) inputs divided by 255."""
-    x = obs.astype(jnp.float32)
-    return x / 255.0 if jnp.issubdtype(obs.dtype, jnp.integer) else x
 
 
 class ResidualBlock(nn.Module):
@@ -159,9 +155,6 @@ class MinAtarCNN(nn.Module):
         return x
 
 
-TORSOS = ("auto", "mlp", "nature", "impala", "minatar")
-
-
 CNN_TORSOS = {"nature": NatureCNN, "impala": ImpalaCNN, "minatar": MinAtarCNN}
 
 
@@ -176,8 +169,6 @@ def make_torso(name: Any, obs_shape: Sequence[int], hidden_sizes: Sequence[int])
     and are built by ``cnn_torso``. ``name`` may also be a ``networks.spec.TorsoSpec``
     (``spec.spec_torso``) or a name given to ``networks.spec.register_torso``.
     """
-    from jaxrl.networks import spec
-
     name = torso_name(name, obs_shape)
     if isinstance(name, spec.TorsoSpec):
         return spec.spec_torso(name, obs_shape, hidden_sizes)
@@ -210,8 +201,6 @@ def torso_name(name: Any, obs_shape: Sequence[int]) -> Any:
     A ``TorsoSpec`` is checked (``spec.check_spec``) and returned as it is; a registered
     name is returned as it is. Raises ``ConfigError`` for an unknown name or a
     convolutional torso on vector observations."""
-    from jaxrl.networks import spec
-
     obs_shape = tuple(obs_shape)
     if isinstance(name, spec.TorsoSpec):
         spec.check_spec(name, obs_shape)

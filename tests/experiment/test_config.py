@@ -1,6 +1,7 @@
 import pytest
 import yaml
 
+from jaxrl import agents
 from jaxrl.experiment import config
 from jaxrl.types import ConfigError
 
@@ -52,8 +53,8 @@ def test_saved_config_reproduces_itself(tmp_path):
     [
         (
             dict(agent="dqnn"),
-            "unknown agent 'dqnn' (did you mean 'dqn' or 'mdqn' or 'qrdqn'?); available: a2c, "
-            "ddpg, dqn, iqn, mdqn, ppo, pqn, qrdqn, rainbow, random, sac, td3",
+            "unknown agent 'dqnn' (did you mean 'dqn' or 'mdqn' or 'qrdqn'?); available: "
+            + ", ".join(sorted(agents.available())),
         ),
         (dict(env="CartPol"), "CartPol"),
         (dict(overrides={"agent.learning_rate": 1.0}), "unknown option 'learning_rate'"),
