@@ -396,6 +396,22 @@ def test_sigterm_saves_writes_the_summary_and_says_how_to_resume(tmp_path, capsy
     assert (run / "config.yaml").read_text() == config
 
 
+def test_ctrl_c_without_checkpoint_every_saves_a_resumable_run(tmp_path, capsys):
+    """Item 3: Ctrl-C (SIGINT) in a run without --checkpoint-every saved nothing; now it
+    saves a checkpoint at the chunk's end and the summary (exit 130), so the run can be
+    resumed or evaluated."""
+    logdir = tmp_path / "runs"
+    thread = _signal_when_rows(logdir, signal.SIGINT)
+    assert main([*TINY, "--steps", "1000000", "--logdir", str(logdir)]) == 130
+    thread.join()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "stopped by SIGINT at step" in err
+    (run,) = logdir.iterdir()
+    (step,) = checkpoint_steps(run)
+    assert yaml.safe_load((run / "summary.yaml").read_text())["steps"] == step > 0
+    assert f"--resume {run}" in err
+
+
 ABORT_SCRIPT = """
 import signal, sys, time
 from jaxrl.experiment.guards import StopSignals
