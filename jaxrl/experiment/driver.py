@@ -12,7 +12,8 @@ None) and a resumed one (a ``checkpoint.Checkpoint``): the ``Position`` saved in
 checkpoint's meta says where to go on from.
 
 Between chunks the driver applies the ``guards``: a non-finite metric or agent state
-raises ``guards.NonFinite`` before that state is saved (the CLI exits with code 3), and
+raises ``guards.NonFinite`` before that state is saved (the CLI exits with code 3), a
+finite loss that has left any plausible scale gets one ``warning:`` line, and
 a SIGINT or SIGTERM (``guards.StopSignals``) ends the run after the current chunk with a
 checkpoint and the summary, raising ``guards.Interrupted``. The run's callbacks
 (``launch.callbacks``, ``experiment.callbacks``) are called at the start, after each
@@ -27,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -206,6 +208,9 @@ class _Driver:
         except guards.NonFinite:
             self.write_rows(metrics, chunk_start)  # the rows that show the divergence
             raise
+        warning = self.guard.diverging(metrics)
+        if warning is not None:
+            print(f"warning: {warning}", file=sys.stderr, flush=True)
         rows, sps = self.write_rows(metrics, chunk_start, state)
         prev, pos.steps = pos.steps, rows[0]["step"]
         eval_mean = report.mean_eval(rows)

@@ -10,6 +10,14 @@
   array of the agent state raises ``NonFinite``: the driver stops
   before saving that state, so the checkpoints on disk stay finite and ``--keep`` never
   rotates a finite one away for a diverged one. The CLIs exit with code 3.
+* ``NonFiniteGuard.diverging`` warns (one ``warning:`` line on stderr, once a run) when a
+  loss is finite but has left any plausible scale: past ``DIVERGENCE_FLOOR`` (1e10) and
+  ``DIVERGENCE_GROWTH`` (1e6) times the magnitude it first had in the run. The run goes
+  on: a large finite loss is not wrong in itself (unscaled rewards give critic losses of
+  1e4 to 1e6 on MuJoCo and MountainCarContinuous, and a user may be sweeping the
+  learning rate on purpose), and its state is still usable, so stopping is kept for the
+  unambiguous case of a non-finite value. The line names the step, the metric and its
+  value, so a user can stop the run (Ctrl-C saves it) and lower the learning rate.
 * ``StopSignals`` turns SIGINT and SIGTERM into a request to stop after the current
   chunk (the driver then saves a checkpoint, writes the summary and raises
   ``Interrupted``); a second signal aborts at once, from a watcher thread woken through
@@ -84,11 +92,51 @@ def first_nonfinite_leaf(agent_state: Any, flags: list[Any] | None = None) -> st
     return None
 
 
+DIVERGENCE_FLOOR = 1e10
+DIVERGENCE_GROWTH = 1e6
+
+
 class NonFiniteGuard:
     """Checks each chunk's metrics and the agent state after it (see module docstring)."""
 
     def __init__(self) -> None:
         self._flags = jax.jit(_finite_flags)
+        self._scale: dict[str, float] = {}  # each loss's first finite magnitude
+        self._warned = False
+
+    def diverging(self, metrics: Mapping[str, np.ndarray]) -> str | None:
+        """A one-line warning, the first time in the run that a finite loss (a metric with
+        ``loss`` in its name) of a chunk's ``{name: [iterations]}`` (or ``[members,
+        iterations]``) exceeds ``max(DIVERGENCE_FLOOR, DIVERGENCE_GROWTH * s)``, ``s`` its
+        first finite magnitude in earlier chunks (the floor alone before there is one);
+        None otherwise. It names the iteration's ``step``, the metric and the value."""
+        if self._warned:
+            return None
+        steps = np.asarray(metrics["step"])
+        steps = steps.reshape(-1, steps.shape[-1]) if steps.ndim else steps[None, None]
+        first = None
+        for name in sorted(k for k in metrics if "loss" in k):
+            values = np.abs(np.asarray(metrics[name], np.float64))
+            values = values.reshape(-1, values.shape[-1]) if values.ndim else values[None, None]
+            values = np.where(np.isfinite(values), values, np.nan)
+            bound = max(DIVERGENCE_FLOOR, DIVERGENCE_GROWTH * self._scale.get(name, 0.0))
+            with np.errstate(invalid="ignore"):
+                over = (values > bound).any(axis=0)
+            if over.any():
+                i = int(np.argmax(over))
+                if first is None or i < first[0]:
+                    first = (i, name, float(np.nanmax(values[:, i])), bound)
+            seen = values[np.isfinite(values) & (values > 0)]
+            if name not in self._scale and seen.size:
+                self._scale[name] = float(seen[0])
+        if first is None:
+            return None
+        self._warned = True
+        i, name, value, bound = first
+        return (
+            f"{name} = {value:.3g} at step {int(steps[0, i]):,} is past {bound:.3g}"
+            "; training looks diverged (lower the learning rate?); Ctrl-C stops it and saves"
+        )
 
     def metric(self, metrics: Mapping[str, np.ndarray]) -> tuple[int, str, float] | None:
         """``(iteration, name, value)`` of the first infinite metric of a chunk's

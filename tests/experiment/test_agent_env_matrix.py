@@ -1,65 +1,159 @@
 """Part 1 of issue 13: every agent runs on every built-in env it can act in, with no
-flags. For each pair the config the CLI would resolve (a preset, or the agent's defaults
-with its ``family: "*"`` preset) builds, and its whole program (runner init and one
-chunk) traces with ``jax.eval_shape``: the shape and option checks that ran only when a
-chunk was compiled (PPO's minibatch split) run here, without compiling or allocating.
-A pair whose action space does not fit is refused with one line naming the space.
-Every classic-control env and MinAtar Breakout is built for every agent; the envs of
-``TRACED`` (no tuned preset for most agents) are traced too. Atari and MuJoCo (Brax,
-whose env build alone takes seconds) pairs are left to ``benchmarks/agent_env_matrix.py``
-(``--envs``), which also runs every pair and records what it reaches
-(benchmarks/RESULTS.md)."""
+flags.
 
-import jax
+* Every agent is built on every classic-control env and MinAtar Breakout (the config the
+  CLI resolves: a preset, or the agent's defaults with its ``family: "*"`` preset); a
+  pair whose action space does not fit is refused with one line naming the space.
+* ``test_every_agent_runs_on_classic_control`` runs pairs for a few hundred env steps
+  through ``run_experiment`` (what ``python -m jaxrl.train --agent A --env E`` calls),
+  from that same config shrunk only in sizes that leave the code path as it is (``shrunk``):
+  the run must finish, every metric be finite or "not computed", and an agent with a loss
+  must have logged a finite one (an update happened). The pixel and MuJoCo pairs are in
+  ``test_agent_env_matrix_pixels.py`` (a second file, so that the two pytest-xdist
+  workers share the compiles).
+
+Grouping (compiling one pair's program costs seconds even at these sizes, so the full
+product, 63 pairs, would take minutes): the classic-control envs share one code path
+(vector observations, an MLP torso, the same fused runner), so each agent runs on one
+classic env per action space it fits, the envs taken in turn so that every classic env
+is run by several agents; every agent also runs on one pixel or MuJoCo env
+(``test_agent_env_matrix_pixels.py``). Agents and envs come from the registries, so
+new ones join. ``benchmarks/agent_env_matrix.py`` runs any pair at full size and records
+what it reaches (benchmarks/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import io
+import json
+import math
+
 import pytest
+from rich.console import Console
 
 from jaxrl import agents, envs
 from jaxrl.experiment.config import resolve
+from jaxrl.experiment.run import run_experiment
 from jaxrl.experiment.setup import Launch, build_setup
 from jaxrl.types import ConfigError, Discrete
 
-ENVS = [n for n, group in ((n, envs.group(n)) for n in envs.available()) if group == "classic"]
-ENVS += [n for n in envs.available() if envs.group(n) == "minatar"][:1]
+CLASSIC = [n for n in envs.available() if envs.group(n) == "classic"]
+ENVS = CLASSIC + [n for n in envs.available() if envs.group(n) == "minatar"][:1]
 AGENTS = list(agents.available())
 
+# Sizes only: fewer and narrower layers, a small replay buffer and batch, learning from
+# 64 steps, few quantiles/atoms, a short target period. Options an agent lacks are left out.
+SMALL = {
+    "hidden_sizes": [8],
+    "buffer_size": 512,
+    "batch_size": 8,
+    "learning_starts": 64,
+    "target_update_period": 32,
+    "num_atoms": 11,
+    "num_quantiles": 8,
+    "num_tau_samples": 4,
+    "num_tau_prime_samples": 4,
+    "num_quantile_samples": 4,
+    "embedding_dim": 8,
+}
+SHORT_EPISODES = {  # env options that cut episodes short, so the final evaluation is quick
+    "classic": {"max_episode_steps": 50},
+    "mujoco": {"max_episode_steps": 20},
+    "atari": {"max_num_frames_per_episode": 200},
+}
+STEPS = 256  # env steps of a run (at least two chunks, of at least 128 env steps each)
 
-def fits(agent: str, discrete: bool) -> bool:
-    discrete_only = {"dqn", "rainbow", "qrdqn", "iqn", "mdqn", "pqn"}
-    continuous_only = {"sac", "td3", "ddpg"}
-    return agent not in (continuous_only if discrete else discrete_only)
+
+def shrunk(agent: str, env: str) -> dict:
+    """The config of ``--agent agent --env env``, shrunk: at most 4 envs x 32 steps a
+    rollout (PPO's minibatches still divide it), the sizes of ``SMALL``, short episodes,
+    chunks of about 128 env steps, no evaluation during training."""
+    cfg = resolve(agent=agent, env=env)
+    num_envs = min(cfg["env"]["num_envs"], 4)
+    rollout = min(cfg["run"]["rollout_len"], 32)
+    chunk = num_envs * rollout * max(1, 128 // (num_envs * rollout))
+    overrides = {f"agent.{k}": v for k, v in SMALL.items() if k in cfg["agent"]}
+    group = envs.group(cfg["env"]["name"])
+    overrides |= {f"env.{k}": v for k, v in SHORT_EPISODES.get(group, {}).items()}
+    overrides |= {
+        "run.rollout_len": rollout,
+        "run.log_every": chunk,
+        "run.eval_every": 10**9,
+        "run.eval_episodes": 4,
+        "run.stop_return": None,
+    }
+    steps = max(STEPS, 2 * chunk)
+    return resolve(agent=agent, env=env, num_envs=num_envs, steps=steps, overrides=overrides)
 
 
-@pytest.fixture(scope="module")
-def spaces():
+@functools.cache
+def fits(agent: str, env: str) -> bool:
+    """Whether ``agent`` can act in ``env``'s action space (its build does not refuse it)."""
     try:
-        return {name: isinstance(envs.make(name).spec.action_space, Discrete) for name in ENVS}
-    except ConfigError as e:  # MinAtar not installed
-        pytest.skip(str(e))
+        build_setup(resolve(agent=agent, env=env), Launch(loggers=[]))
+    except ConfigError as e:
+        if "action space" in str(e):
+            return False
+        raise
+    return True
 
 
-# The envs whose pairs are traced as well as built: those without a tuned preset for most
-# agents (their defaults are what is tested), one per action space and observation kind;
-# traced are the agents whose program is shaped by the rollout a preset gives (PPO's
-# minibatches), and the random agent. The off-policy agents' programs are traced and run
-# on every such env by benchmarks/agent_env_matrix.py.
-TRACED = ("Acrobot-v1", "MountainCarContinuous-v0", "MinAtar-Breakout")
+def run_pair(agent: str, env: str, tmp_path) -> None:
+    """Trains the shrunk pair and checks that it finished and learned (see module doc)."""
+    cfg = shrunk(agent, env)
+    launch = Launch(keep=1, loggers=[])
+    summary = run_experiment(cfg, tmp_path, Console(file=io.StringIO()), launch)
+    (run,) = tmp_path.iterdir()
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert summary.steps == rows[-1]["step"] >= STEPS and len(rows) >= 2
+    assert math.isfinite(summary.final_eval_return)
+    for row in rows:  # finite, or None: "not computed this chunk" (NaN in the runners)
+        bad = {k: v for k, v in row.items() if isinstance(v, float) and not math.isfinite(v)}
+        assert not bad, (agent, env, bad)
+    losses = [v for row in rows for k, v in row.items() if "loss" in k and v is not None]
+    config = agents.entry(agent).config
+    if config is not None and dataclasses.fields(config):  # random: no options, no loss
+        assert losses and all(map(math.isfinite, losses)), (agent, env, rows[-1])
 
 
-@pytest.mark.parametrize("env", ENVS)
-def test_every_agent_builds_on_every_env_it_fits(env, spaces):
-    """And is traced, one chunk of its whole program, on the envs of ``TRACED``."""
-    for agent in AGENTS:
-        if not fits(agent, spaces[env]):
-            with pytest.raises(ConfigError, match="action space"):
-                build_setup(resolve(agent=agent, env=env), Launch())
-            continue
-        cfg = resolve(agent=agent, env=env)
-        setup = build_setup(cfg, Launch())
-        if env not in TRACED or agent not in ("ppo", "a2c", "pqn", "random"):
-            continue
-        state = jax.eval_shape(setup.runner.init, jax.random.PRNGKey(0))
-        _, metrics = jax.eval_shape(setup.runner.run_chunk, state)
-        assert metrics["step"].shape == (setup.runner.layout.iterations_per_chunk,), agent
+def discrete(env: str) -> bool:
+    return isinstance(envs.make(env).spec.action_space, Discrete)
+
+
+CLASSIC_DISCRETE = [e for e in CLASSIC if discrete(e)]
+CLASSIC_CONTINUOUS = [e for e in CLASSIC if not discrete(e)]
+CLASSIC_PAIRS = [
+    (agent, kind[i % len(kind)])
+    for i, agent in enumerate(AGENTS)
+    for kind in (CLASSIC_DISCRETE, CLASSIC_CONTINUOUS)
+    if kind
+]
+
+
+@pytest.mark.parametrize("agent, env", CLASSIC_PAIRS)
+def test_every_agent_runs_on_classic_control(agent, env, tmp_path):
+    """A pair that does not fit is refused with one line naming the action space."""
+    if not fits(agent, env):
+        with pytest.raises(ConfigError, match="action space"):
+            run_experiment(shrunk(agent, env), tmp_path, Console(file=io.StringIO()))
+        assert list(tmp_path.iterdir()) == []
+        return
+    run_pair(agent, env, tmp_path)
+
+
+def test_every_agent_builds_on_every_env_it_fits():
+    for env in ENVS:
+        for agent in AGENTS:
+            if not fits(agent, env):
+                with pytest.raises(ConfigError, match="action space"):
+                    build_setup(resolve(agent=agent, env=env), Launch())
+
+
+def test_every_classic_env_and_agent_is_run():
+    assert {e for _, e in CLASSIC_PAIRS} == set(CLASSIC)
+    assert {a for a, e in CLASSIC_PAIRS if fits(a, e)} == set(AGENTS)
 
 
 def test_presets_by_name_then_family_then_any():

@@ -127,6 +127,35 @@ def test_bad_train_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys,
     assert files(tmp_path) == before
 
 
+def _unwritable_dir(tmp_path):
+    """A directory this process cannot create entries in. For a normal user, one made
+    read-only with chmod; root ignores permission bits, so for root (the CI container)
+    ``/proc/sys``, which ``access(W_OK)`` refuses even to root."""
+    if os.geteuid() != 0:
+        path = tmp_path / "read_only"
+        path.mkdir(mode=0o555)
+        return path
+    return "/proc/sys"
+
+
+def test_read_only_logdir_is_one_line_exit_2(tmp_path, capsys):
+    """Item 6: --logdir under a directory that cannot be written (found before the
+    program compiles), and one whose mkdir is refused though access() allows it (root in
+    /sys: EPERM; found when the run directory is made, after compiling): one line, exit
+    code 2, nothing written."""
+    read_only = _unwritable_dir(tmp_path)
+    before = files(tmp_path)
+    assert main([*TINY, "--steps", "512", "--logdir", f"{read_only}/runs"]) == 2
+    one_line_error(capsys, f"'{read_only}' is not writable")
+    refused = "/sys/jaxrl-test-runs"
+    assert main([*TINY, "--steps", "512", "--logdir", refused]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and refused in err, err
+    assert "cannot create a run directory" in err or "is not writable" in err, err
+    assert files(tmp_path) == before and not os.path.exists(refused)
+    assert not os.path.exists(f"{read_only}/runs")
+
+
 def test_unknown_env_lists_families_not_every_game(capsys):
     assert main(["--env", "Cartpol"]) == 2
     err = one_line_error(capsys, "classic control (CartPole-v1")
@@ -199,6 +228,79 @@ def test_guard_checks_the_agent_state_but_not_the_replay_buffer():
     assert guards.first_nonfinite_leaf(state) is None
     with pytest.raises(guards.NonFinite):
         guards.check_finite_state({"w": jnp.array([jnp.inf])}, "checkpoint 5")
+
+
+def test_guard_warns_once_when_a_finite_loss_leaves_its_scale():
+    """Item 1, second half: a finite loss past max(1e10, 1e6 x its first magnitude) gets
+    one warning naming the step, the metric and the value, once a run."""
+    floor, growth = guards.DIVERGENCE_FLOOR, guards.DIVERGENCE_GROWTH
+
+    def reference(chunks):  # (chunk, step, name) of the first loss over its bound, or None
+        scale = {}
+        for c, metrics in enumerate(chunks):
+            hits = []
+            for name in sorted(k for k in metrics if "loss" in k):
+                for i, v in enumerate(metrics[name]):
+                    bound = max(floor, growth * scale.get(name, 0.0))
+                    if np.isfinite(v) and abs(v) > bound:
+                        hits.append((i, name))
+                first = [abs(v) for v in metrics[name] if np.isfinite(v) and v != 0]
+                if first and name not in scale:
+                    scale[name] = first[0]
+            if hits:
+                i, name = min(hits)
+                return c, int(metrics["step"][i]), name
+        return None
+
+    def run(chunks):
+        guard = guards.NonFiniteGuard()
+        warnings = [guard.diverging({k: np.array(v) for k, v in m.items()}) for m in chunks]
+        found = [(c, w) for c, w in enumerate(warnings) if w is not None]
+        assert len(found) <= 1  # once a run
+        return found[0] if found else None
+
+    cases = [
+        # a legitimately large critic loss (unscaled rewards) that stays within 1e6 x
+        [
+            {"step": [1, 2], "critic_loss": [np.nan, 5e4]},
+            {"step": [3, 4], "critic_loss": [2e9, 3e10]},
+        ],
+        # past the floor and 1e6 x the first value: warned at its step
+        [{"step": [1, 2], "loss": [0.5, 1.0]}, {"step": [3, 4], "loss": [1e3, -2e10]}],
+        # past the floor in the very first chunk (DQN --agent.lr 1e6 on CartPole: 1.8e12)
+        [{"step": [1, 2], "value_loss": [np.nan, 1.8e12], "q_mean": [1e20, 1.0]}],
+        # NaN and inf are the non-finite guard's, not this warning's; non-losses ignored
+        [{"step": [1, 2], "loss": [np.nan, np.inf], "q_mean": [1e30, 1e30]}],
+        # batched [members, iterations]: any member; named at its iteration's step
+        [{"step": [[1, 2], [1, 2]], "loss": [[1.0, 1.0], [1.0, 5e11]]}],
+    ]
+    expected = [None, (1, 4, "loss"), (0, 2, "value_loss"), None, (0, 2, "loss")]
+    for chunks, want in zip(cases, expected, strict=True):
+        flat = [{k: np.asarray(v).max(axis=0) if np.ndim(v) > 1 else v for k, v in m.items()}
+                for m in chunks]  # fmt: skip
+        assert reference(flat) == want
+        got = run(chunks)
+        if want is None:
+            assert got is None, got
+        else:
+            chunk, step, name = want
+            assert got[0] == chunk and f"{name} = " in got[1] and f"at step {step:,} " in got[1]
+    warning = run(cases[1])[1]
+    assert warning == (
+        "loss = 2e+10 at step 4 is past 1e+10; training looks diverged (lower the learning "
+        "rate?); Ctrl-C stops it and saves"
+    )
+
+
+def test_a_diverging_run_warns_with_one_line_and_goes_on(tmp_path, capsys):
+    """DQN --agent.lr 1e6 on CartPole: losses of 1e12 with no message before this issue;
+    now one warning line naming the step; the run still finishes (exit 0)."""
+    logdir = tmp_path / "runs"
+    argv = [*TINY, "--steps", "512", "--agent.lr", "1e6", "--logdir", str(logdir)]
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("warning: loss = "), err
+    assert "at step " in err and "training looks diverged" in err
 
 
 def test_divergence_stops_with_exit_3_and_keeps_the_finite_checkpoints(tmp_path, capsys):
@@ -292,6 +394,22 @@ def test_sigterm_saves_writes_the_summary_and_says_how_to_resume(tmp_path, capsy
     (run / "metrics.jsonl").write_bytes(jsonl)
     assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
     assert (run / "config.yaml").read_text() == config
+
+
+def test_ctrl_c_without_checkpoint_every_saves_a_resumable_run(tmp_path, capsys):
+    """Item 3: Ctrl-C (SIGINT) in a run without --checkpoint-every saved nothing; now it
+    saves a checkpoint at the chunk's end and the summary (exit 130), so the run can be
+    resumed or evaluated."""
+    logdir = tmp_path / "runs"
+    thread = _signal_when_rows(logdir, signal.SIGINT)
+    assert main([*TINY, "--steps", "1000000", "--logdir", str(logdir)]) == 130
+    thread.join()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "stopped by SIGINT at step" in err
+    (run,) = logdir.iterdir()
+    (step,) = checkpoint_steps(run)
+    assert yaml.safe_load((run / "summary.yaml").read_text())["steps"] == step > 0
+    assert f"--resume {run}" in err
 
 
 ABORT_SCRIPT = """

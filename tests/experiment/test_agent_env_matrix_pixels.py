@@ -1,0 +1,57 @@
+"""Part 1 of issue 13, the pixel and MuJoCo envs: MinAtar Breakout, Atari Pong and MuJoCo
+HalfCheetah (Brax), each agent on one of them, shrunk as in ``test_agent_env_matrix.py``
+(a separate file, so that the second pytest-xdist worker takes these compiles).
+
+Grouping: compiling one of these programs costs tens of CPU seconds (a CNN torso over
+84 x 84 x 4 frames; Brax's physics), so each agent is given one of the three, the first
+that fits its action space starting from the agent's own position in the rotation
+MinAtar, Atari, MuJoCo; the first agent given each env **runs** it a few hundred env
+steps (``run_pair``: finished, finite metrics, an update happened), the others have
+their whole program (runner init and one chunk) **traced** with ``jax.eval_shape``,
+which checks every shape and option without compiling. The classic-control pairs run
+every agent (``test_agent_env_matrix.py``); the Atari games share shapes and the ale-py
+env, so Pong stands for them; the MuJoCo envs share Brax's physics.
+"""
+
+from __future__ import annotations
+
+import jax
+import pytest
+
+from jaxrl import agents, envs
+from jaxrl.experiment.setup import Launch, build_setup
+from tests.experiment.test_agent_env_matrix import fits, run_pair, shrunk
+
+
+def _first(group: str, prefer: str | None = None) -> str:
+    names = [n for n in envs.available() if envs.group(n) == group]
+    return prefer if prefer in names else names[0]
+
+
+ROTATION = [_first("minatar"), _first("atari", "ALE/Pong-v5"), _first("mujoco")]
+AGENTS = list(agents.available())
+
+
+def env_for(index: int, agent: str) -> str:
+    """The first env of ``ROTATION``, from position ``index``, that ``agent`` fits."""
+    for k in range(len(ROTATION)):
+        env = ROTATION[(index + k) % len(ROTATION)]
+        if fits(agent, env):
+            return env
+    raise AssertionError(f"agent '{agent}' fits none of {ROTATION}")
+
+
+@pytest.mark.parametrize("index, agent", list(enumerate(AGENTS)), ids=AGENTS)
+def test_every_agent_runs_or_traces_on_a_pixel_or_mujoco_env(index, agent, tmp_path):
+    env = env_for(index, agent)
+    if all(env_for(i, a) != env for i, a in enumerate(AGENTS[:index])):
+        run_pair(agent, env, tmp_path)  # the first agent given this env runs it
+        return
+    setup = build_setup(shrunk(agent, env), Launch(loggers=[]))
+    state = jax.eval_shape(setup.runner.init, jax.random.PRNGKey(0))
+    _, metrics = jax.eval_shape(setup.runner.run_chunk, state)
+    assert metrics["step"].shape == (setup.runner.layout.iterations_per_chunk,), agent
+
+
+def test_each_pixel_and_mujoco_env_is_run_by_some_agent():
+    assert {env_for(i, a) for i, a in enumerate(AGENTS)} == set(ROTATION)
