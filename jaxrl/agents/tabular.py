@@ -106,10 +106,12 @@ def make_tabular_q(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds a tabular Q-learning agent for ``spec``; ``ConfigError`` on a bad option or
     an env whose observations are not one-hot vectors with discrete actions."""
     cfg = build_config(TabularQConfig, overrides, "agent 'tabular_q'")
-    if not isinstance(spec.action_space, Discrete) or len(spec.obs_shape) != 1:
+    one_hot = len(spec.obs_shape) == 1 and spec.obs_dtype == "bool"
+    if not isinstance(spec.action_space, Discrete) or not one_hot:
         raise ConfigError(
-            f"agent 'tabular_q' needs one-hot observations [S] and discrete actions, but "
-            f"{spec.name} has obs {spec.obs_shape} and {spec.action_space}; use FrozenLake-v1"
+            f"agent 'tabular_q' needs one-hot observations [S] (bool) and discrete actions, "
+            f"but {spec.name} has obs {spec.obs_shape} {spec.obs_dtype} and "
+            f"{spec.action_space}; use FrozenLake-v1"
         )
     num_states, num_actions = spec.obs_shape[0], spec.action_space.n
     schedule_fields = ("epsilon_start", "epsilon_end", "eval_epsilon", "alpha", "gamma")

@@ -10,7 +10,7 @@ terminates in ``G`` or a hole; time limit 100 steps (4x4) or 200 (8x8), as Gymna
 registers them (its ``reward_threshold``: 0.70 and 0.85).
 
 Observations: Gymnasium's state is the integer ``row * ncol + col``; here it is that
-state one-hot, ``[nrow * ncol]`` float32 (RLHive's convention for tabular agents, and
+state one-hot, ``[nrow * ncol]`` bool (RLHive's one-hot convention for tabular agents, and
 what a network takes), so ``argmax(obs)`` is Gymnasium's observation.
 """
 
@@ -65,7 +65,7 @@ def frozen_lake(
     max_episode_steps: int | None = None,
 ) -> Env:
     """FrozenLake-v1 (module docstring): ``Discrete(4)``, obs one-hot ``[16]`` (4x4) or
-    ``[64]`` (8x8) float32."""
+    ``[64]`` (8x8) bool (neural agents read it as 0/1 floats)."""
     if map_name not in MAPS:
         raise ConfigError(f"unknown map_name {map_name!r} for FrozenLake-v1; valid: 4x4, 8x8")
     desc = MAPS[map_name]
@@ -77,7 +77,7 @@ def frozen_lake(
     ends = jnp.asarray((tiles == "G") | (tiles == "H"))
 
     def obs(s: Array) -> Array:
-        return jax.nn.one_hot(s, num_states, dtype=jnp.float32)
+        return jax.nn.one_hot(s, num_states, dtype=jnp.bool_)
 
     def reset(key: PRNGKey) -> tuple[Array, Array]:
         del key
@@ -94,7 +94,7 @@ def frozen_lake(
     return make_vector_env(
         name="FrozenLake-v1",
         obs_shape=(num_states,),
-        obs_dtype="float32",
+        obs_dtype="bool",
         action_space=Discrete(4),
         max_episode_steps=limit,
         num_envs=num_envs,

@@ -11,7 +11,7 @@ from jaxrl.agents.tabular import greedy_random_ties, q_update
 from jaxrl.types import Box, ConfigError, Discrete, EnvSpec, Transition
 
 S, A = 5, 3
-SPEC = EnvSpec("OneHot5", (S,), "float32", Discrete(A), 2, 10)
+SPEC = EnvSpec("OneHot5", (S,), "bool", Discrete(A), 2, 10)
 
 
 def reference(q, s, a, r, s_next, term, alpha, gamma):
@@ -87,5 +87,8 @@ def test_bad_input_raises_config_error():
     pendulum = EnvSpec("Pendulum-v1", (3,), "float32", Box((1,), (-2.0,), (2.0,)), 1, 200)
     with pytest.raises(ConfigError, match="discrete actions"):
         agents.make("tabular_q", pendulum)
+    cartpole = EnvSpec("CartPole-v1", (4,), "float32", Discrete(2), 1, 500)  # not one-hot
+    with pytest.raises(ConfigError, match=r"one-hot observations \[S\] \(bool\)"):
+        agents.make("tabular_q", cartpole)
     with pytest.raises(ConfigError, match="alpha"):
         agents.make("tabular_q", SPEC, alpha=1.5)
