@@ -210,6 +210,12 @@ def make(name: str, num_envs: int = 1, **kwargs: Any) -> Env | gymnasium.HostEnv
         from jaxrl.envs import pixels
 
         kwargs = dict(kwargs)
+        for key in ("resize", "grayscale"):  # they shape a rendering; Atari has its own
+            if key in kwargs and kwargs.get("pixels") is not True:
+                raise ConfigError(
+                    f"unknown option {key!r} for env {canonical!r} without pixels: true (it "
+                    "shapes the frames a JAX-native env renders)"
+                )
         pixel_opts = pixels.options(kwargs)
     try:
         params = inspect.signature(factory).parameters.values()

@@ -81,12 +81,6 @@ def options(kwargs: dict[str, Any]) -> PixelOptions:
     for key in ("pixels", "grayscale"):
         if key in given and not isinstance(given[key], bool):
             raise ConfigError(f"env option {key} must be true or false, got {given[key]!r}")
-    for key in ("resize", "grayscale"):  # shape a rendering: Atari's own options differ
-        if key in given and given.get("pixels") is not True:
-            raise ConfigError(
-                f"unknown option {key!r} without pixels: true (it shapes the frames a "
-                "vector env renders; Atari frames are set by the Atari options)"
-            )
     if given.get("resize") is not None:
         given["resize"] = check_int("env option resize", given["resize"])
     if "stack_size" in given:

@@ -32,9 +32,9 @@ import numpy as np
 
 from jaxrl.runners.scan import (
     ChunkLayout,
-    LearnerCheckpoint,
     RunConfig,
     Runner,
+    learner_saved_shape,
     restore_learner,
     save_learner,
 )
@@ -203,18 +203,13 @@ def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = 
             metrics["eval_return"][-1] = evaluate(agent_state, eval_key).mean()
         return HostRunnerState(agent_state, obs, carry, key, chunk), metrics
 
-    def saved_shape(key: jax.Array, hparams: Any = None) -> LearnerCheckpoint:
-        agent_state = jax.eval_shape(agent.init, key)
-        chunk = jax.ShapeDtypeStruct((), jnp.int32)
-        return LearnerCheckpoint(agent_state, jax.eval_shape(lambda k: k, key), chunk)
-
     return Runner(
         init=init,
         run_chunk=run_chunk,
         evaluate=evaluate,
         layout=layout,
         save=save_learner,
-        saved_shape=saved_shape,
+        saved_shape=learner_saved_shape(agent),
         restore=restore_learner,
         jittable=False,
     )

@@ -139,6 +139,18 @@ def save_learner(state: Any) -> LearnerCheckpoint:
     return LearnerCheckpoint(state.agent_state, state.key, jnp.asarray(state.chunk, jnp.int32))
 
 
+def learner_saved_shape(agent: Agent) -> Callable[..., LearnerCheckpoint]:
+    """``saved_shape(key, hparams=None)`` of a runner that checkpoints its learner only
+    (host, Sebulba): the ``LearnerCheckpoint``'s shapes and dtypes, nothing run."""
+
+    def saved_shape(key: jax.Array, hparams: Any = None) -> LearnerCheckpoint:
+        agent_state = jax.eval_shape(agent.init, key)
+        chunk = jax.ShapeDtypeStruct((), jnp.int32)
+        return LearnerCheckpoint(agent_state, jax.eval_shape(lambda k: k, key), chunk)
+
+    return saved_shape
+
+
 def restore_learner(saved: LearnerCheckpoint, fresh: Callable[[], Any]) -> Any:
     """A fresh runner state (new env episodes) holding ``saved``'s learner."""
     state = fresh()

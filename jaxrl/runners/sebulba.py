@@ -47,6 +47,7 @@ from jaxrl.runners.scan import (
     LearnerCheckpoint,
     RunConfig,
     Runner,
+    learner_saved_shape,
     make_evaluate,
     make_rollout,
     restore_learner,
@@ -196,11 +197,6 @@ def make_sebulba_runner(
         new = SebulbaState(agent_state, state.actors, key, chunk, version)
         return new, metrics
 
-    def saved_shape(key: jax.Array, hparams: Any = None) -> LearnerCheckpoint:
-        agent_state = jax.eval_shape(agent.init, key)
-        chunk = jax.ShapeDtypeStruct((), jnp.int32)
-        return LearnerCheckpoint(agent_state, jax.eval_shape(lambda k: k, key), chunk)
-
     def restore(saved: LearnerCheckpoint, fresh) -> SebulbaState:
         state = restore_learner(saved, fresh)
         return dataclasses.replace(state, version=int(state.chunk) * iterations)
@@ -211,7 +207,7 @@ def make_sebulba_runner(
         evaluate=evaluate,
         layout=layout,
         save=save_learner,
-        saved_shape=saved_shape,
+        saved_shape=learner_saved_shape(agent),
         restore=restore,
         jittable=False,
     )
