@@ -71,11 +71,8 @@ def _agent_help_request(argv: Sequence[str]) -> str | None:
     return None
 
 
-def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]:
-    """Splits ``argv`` into the named flags and the dotted overrides."""
-    from jaxrl.experiment.config import parse_override
-    from jaxrl.suggest import did_you_mean
-
+def _make_parser() -> _Parser:
+    """The flags of ``python -m jaxrl.train`` (dotted overrides are parsed apart)."""
     parser = _Parser(
         prog="python -m jaxrl.train",
         usage="%(prog)s --agent NAME --env NAME [options] [--agent.KEY VALUE ...]",
@@ -185,6 +182,15 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
         metavar="P,P",
         help="of --init-from: params,optimizer,normalizer,buffer",
     )
+    return parser
+
+
+def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]:
+    """Splits ``argv`` into the named flags and the dotted overrides."""
+    from jaxrl.experiment.config import parse_override
+    from jaxrl.suggest import did_you_mean
+
+    parser = _make_parser()
     agent_help = _agent_help_request(argv)
     if agent_help is not None:
         from jaxrl.experiment.helptext import agent_help as text
