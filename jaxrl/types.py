@@ -44,6 +44,13 @@ Contracts v2 (what every later capability builds on):
   ``num_envs`` (env state, observations, carry) may be split over a device mesh while the
   agent state is replicated (``runners/devices.py``, ``--devices``); so an agent must not
   mix envs except through reductions (means, sums) that ``jax.jit`` can partition.
+* **Greedy extras.** ``act(..., explore=False)`` may return ``q_values`` ``[N, A]``
+  (Q-learning agents) or ``action_probs`` ``[N, A]`` (actor-critics) in its extras, for
+  the evaluation histograms (``experiment/histograms.py``); callers that do not use them
+  ignore them, and ``explore=True`` extras are unchanged.
+* **Members of a host-backed env.** An env whose state is a handle (ale-py's XLA vector
+  env) may be vmapped once: its members step one vector env of ``K x num_envs``
+  emulators, split per member (``envs/atari.py``); a second vmap level is refused.
 """
 
 from __future__ import annotations
