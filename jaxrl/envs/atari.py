@@ -233,43 +233,34 @@ def make_atari(
             calls = atari_envpool.calls(pool, _no_vmap(name))
             return pool, _Game(name, count, stack_num, episodic_life, reward_clipping, *calls, True)
 
-        return _env(
-            name,
-            num_envs,
-            build,
-            img_height,
-            img_width,
-            stack_num,
-            frameskip,
-            max_num_frames_per_episode,
-        )
-    try:
-        from ale_py import AtariVectorEnv
-    except ImportError:
-        raise ConfigError(f"env {name!r} needs ale-py: pip install 'jaxrl[atari]'") from None
+    else:
+        try:
+            from ale_py import AtariVectorEnv
+        except ImportError:
+            raise ConfigError(f"env {name!r} needs ale-py: pip install 'jaxrl[atari]'") from None
 
-    def build(count: int) -> tuple[Any, _Game]:
-        """ale-py's vector env of ``count`` emulators and its ``_Game``."""
-        vec = AtariVectorEnv(
-            game,
-            count,
-            num_threads=num_threads,
-            max_num_frames_per_episode=max_num_frames_per_episode,
-            repeat_action_probability=repeat_action_probability,
-            full_action_space=full_action_space,
-            img_height=img_height,
-            img_width=img_width,
-            grayscale=True,
-            stack_num=stack_num,
-            frameskip=frameskip,
-            maxpool=maxpool,
-            noop_max=noop_max,
-            episodic_life=False,  # done here from `lives`, without resetting the game
-            reward_clipping=False,  # done here, so that the raw score can be logged
-            use_fire_reset=use_fire_reset,
-        )
-        calls = _ale_calls(vec, name)
-        return vec, _Game(name, count, stack_num, episodic_life, reward_clipping, *calls)
+        def build(count: int) -> tuple[Any, _Game]:
+            """ale-py's vector env of ``count`` emulators and its ``_Game``."""
+            vec = AtariVectorEnv(
+                game,
+                count,
+                num_threads=num_threads,
+                max_num_frames_per_episode=max_num_frames_per_episode,
+                repeat_action_probability=repeat_action_probability,
+                full_action_space=full_action_space,
+                img_height=img_height,
+                img_width=img_width,
+                grayscale=True,
+                stack_num=stack_num,
+                frameskip=frameskip,
+                maxpool=maxpool,
+                noop_max=noop_max,
+                episodic_life=False,  # done here from `lives`, without resetting the game
+                reward_clipping=False,  # done here, so that the raw score can be logged
+                use_fire_reset=use_fire_reset,
+            )
+            calls = _ale_calls(vec, name)
+            return vec, _Game(name, count, stack_num, episodic_life, reward_clipping, *calls)
 
     return _env(
         name,
