@@ -60,6 +60,8 @@ ANCHORS = {
     "pendulum-td3": "-151.9 +- 90.2: RL Zoo benchmark.md, td3, Pendulum-v0, 20k steps",
     "pendulum-ddpg": "-152.1 +- 94.3: RL Zoo benchmark.md, ddpg, Pendulum-v0, 20k steps",
     "pendulum-ppo": "-169.9 +- 104.9: RL Zoo benchmark.md, ppo, Pendulum-v0, 2M steps",
+    "acrobot-dqn": "-76.6 +- 11.8: RL Zoo benchmark.md, dqn, Acrobot-v1, 100k steps",
+    "acrobot-ppo": "-73.5 +- 18.2: RL Zoo benchmark.md, ppo, Acrobot-v1, 1M steps",
     "minatar-dqn": "MinAtar paper (Young & Tian 2019) and PureJaxRL's MinAtar DQN "
     "(not looked up for this table)",
 }

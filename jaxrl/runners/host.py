@@ -34,9 +34,7 @@ from jaxrl.runners.scan import (
     ChunkLayout,
     RunConfig,
     Runner,
-    learner_saved_shape,
-    restore_learner,
-    save_learner,
+    learner_runner,
 )
 from jaxrl.types import Agent, Transition, batched_spec, reset_carry
 
@@ -203,16 +201,7 @@ def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = 
             metrics["eval_return"][-1] = evaluate(agent_state, eval_key).mean()
         return HostRunnerState(agent_state, obs, carry, key, chunk), metrics
 
-    return Runner(
-        init=init,
-        run_chunk=run_chunk,
-        evaluate=evaluate,
-        layout=layout,
-        save=save_learner,
-        saved_shape=learner_saved_shape(agent),
-        restore=restore_learner,
-        jittable=False,
-    )
+    return learner_runner(agent, init, run_chunk, evaluate, layout)
 
 
 def _transpose(rows: list[dict[str, Any]]) -> dict[str, list[Any]]:

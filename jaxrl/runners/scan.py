@@ -151,6 +151,29 @@ def learner_saved_shape(agent: Agent) -> Callable[..., LearnerCheckpoint]:
     return saved_shape
 
 
+def learner_runner(
+    agent: Agent,
+    init: Callable[..., Any],
+    run_chunk: Callable[..., Any],
+    evaluate: Callable[..., Any],
+    layout: ChunkLayout,
+    restore: Callable[..., Any] | None = None,
+) -> Runner:
+    """A host-driven (not jittable) ``Runner`` that checkpoints its learner only (the host
+    and Sebulba runners): ``save_learner``, ``learner_saved_shape(agent)``, and
+    ``restore`` (default ``restore_learner``: new env episodes, the saved learner)."""
+    return Runner(
+        init=init,
+        run_chunk=run_chunk,
+        evaluate=evaluate,
+        layout=layout,
+        save=save_learner,
+        saved_shape=learner_saved_shape(agent),
+        restore=restore or restore_learner,
+        jittable=False,
+    )
+
+
 def restore_learner(saved: LearnerCheckpoint, fresh: Callable[[], Any]) -> Any:
     """A fresh runner state (new env episodes) holding ``saved``'s learner."""
     state = fresh()

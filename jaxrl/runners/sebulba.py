@@ -47,11 +47,10 @@ from jaxrl.runners.scan import (
     LearnerCheckpoint,
     RunConfig,
     Runner,
-    learner_saved_shape,
+    learner_runner,
     make_evaluate,
     make_rollout,
     restore_learner,
-    save_learner,
 )
 from jaxrl.types import Agent, ConfigError
 
@@ -201,13 +200,4 @@ def make_sebulba_runner(
         state = restore_learner(saved, fresh)
         return dataclasses.replace(state, version=int(state.chunk) * iterations)
 
-    return Runner(
-        init=init,
-        run_chunk=run_chunk,
-        evaluate=evaluate,
-        layout=layout,
-        save=save_learner,
-        saved_shape=learner_saved_shape(agent),
-        restore=restore,
-        jittable=False,
-    )
+    return learner_runner(agent, init, run_chunk, evaluate, layout, restore)

@@ -174,7 +174,8 @@ def test_presets_by_name_then_family_then_any():
     from jaxrl.experiment.config import find_preset
 
     assert find_preset("ppo", "CartPole-v1") == "cartpole-ppo"
-    assert find_preset("ppo", "Acrobot-v1") == "ppo"  # family "*": no preset of its own
+    assert find_preset("ppo", "Acrobot-v1") == "acrobot-ppo"
+    assert find_preset("ppo", "MountainCar-v0") == "ppo"  # family "*": no preset of its own
     assert find_preset("ppo", "ALE/Pong-v5") == "atari-ppo"
     assert find_preset("a2c", "Pendulum-v1") == "a2c"
     assert find_preset("random", "Acrobot-v1") is None
