@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import flax.struct
 import jax
@@ -182,23 +182,38 @@ def mixed_buffer(real: ReplayBuffer, model: ReplayBuffer) -> ReplayBuffer:
     return any_one._replace(sample=sample, num_items=lambda s: jnp.ones((), jnp.int32))
 
 
-def make_agent(spec: EnvSpec, cfg: MBPOConfig, name: str = "mbpo") -> Agent:
-    """Builds an MBPO agent for ``spec`` from a validated config."""
-    algorithm = sac_algorithm(spec, cfg, name)
+class Model(NamedTuple):
+    """The model's pure functions: ``init(key) -> ModelState``, ``example(r)`` (one row
+    of the model buffer, ``[r, ...]``), and ``phase(model, learner, buffer_state,
+    model_buffer, hparams, step, key) -> (model, model_buffer, metrics)``: train, pick
+    elites, roll out (module docstring, steps 1-3)."""
+
+    init: Callable[[jax.Array], ModelState]
+    example: Callable[[int], Transition]
+    phase: Callable[..., tuple[ModelState, Any, dict[str, jax.Array]]]
+
+
+def transition(obs, action, reward, next_obs, terminated) -> Transition:
+    return Transition(obs, action, reward, next_obs, terminated, jnp.zeros_like(terminated), {})
+
+
+def batch_of(view: ReplayBuffer, buffer_state: Any, key: jax.Array) -> Transition:
+    """A one-step batch ``[B, ...]`` drawn from a real-buffer view."""
+    return jax.tree.map(lambda v: v[:, 0], view.sample(buffer_state, key).experience)
+
+
+def make_model(
+    spec: EnvSpec, cfg: MBPOConfig, name: str, policy: Callable, model_ring: ReplayBuffer
+) -> Model:
+    """The ensemble, its training phase and the rollouts into ``model_ring``."""
     terminal = check_config(spec, cfg, name)
-    skeleton = make_off_policy_agent(spec, cfg, algorithm, name)
-    low, high = action_box(spec, name)
-    centre, half = (high + low) / 2, (high - low) / 2
-    obs_dim, action_dim = spec.obs_shape[0], low.shape[0]
+    obs_dim, action_dim = spec.obs_shape[0], action_box(spec, name)[0].shape[0]
     in_dim, out_dim = obs_dim + action_dim, obs_dim + 1
     ens = GaussianEnsemble(cfg.num_members, cfg.model_hidden_sizes, out_dim)
     model_opt = optax.scale_by_adam()
     e, r = cfg.num_members, cfg.rollout_batch_size
     a, b, x, y = cfg.rollout_schedule
     max_len = int(max(x, y))
-    rows = max_len * max(1, cfg.epoch_length // cfg.model_train_freq) * cfg.model_retain_epochs
-    n_real = real_batch_size(cfg.batch_size, cfg.real_ratio)
-    n_model = cfg.batch_size - n_real
 
     def view(batch: int) -> ReplayBuffer:
         return make_replay(spec, dataclasses.replace(cfg, batch_size=batch), name, "full", False)
@@ -208,41 +223,24 @@ def make_agent(spec: EnvSpec, cfg: MBPOConfig, name: str = "mbpo") -> Agent:
         view(cfg.holdout_size),
         view(r),
     )
-    model_ring = make_uniform_replay(r * rows, r, max(n_model, 1))
-    sac_buffer = mixed_buffer(view(n_real) if n_real else None, model_ring if n_model else None)
 
-    def transition(obs, action, reward, next_obs, terminated):
-        return Transition(obs, action, reward, next_obs, terminated, jnp.zeros_like(terminated), {})
-
-    def init(key: jax.Array) -> MBPOState:
-        sac_key, model_key = jax.random.split(key)
-        base = skeleton.init(sac_key)
-        params = ens.init(model_key, jnp.zeros((e, 1, in_dim), jnp.float32))
-        model = ModelState(
+    def init(key: jax.Array) -> ModelState:
+        params = ens.init(key, jnp.zeros((e, 1, in_dim), jnp.float32))
+        return ModelState(
             params=params,
             opt_state=model_opt.init(params),
             mean=jnp.zeros((in_dim,), jnp.float32),
             std=jnp.ones((in_dim,), jnp.float32),
             elites=jnp.arange(cfg.num_elites, dtype=jnp.int32),
         )
-        z = jnp.zeros((r, obs_dim), jnp.float32)
-        example = transition(z, jnp.zeros((r, action_dim)), z[:, 0], z, jnp.zeros((r,), bool))
-        hparams = {**base.hparams, "model_lr": jnp.asarray(cfg.model_lr, jnp.float32)}
-        return MBPOState(
-            learner=base.learner,
-            buffer=base.buffer,
-            step=base.step,
-            hparams=hparams,
-            model=model,
-            model_buffer=model_ring.init(example),
-        )
+
+    def example(n: int) -> Transition:
+        z = jnp.zeros((n, obs_dim), jnp.float32)
+        return transition(z, jnp.zeros((n, action_dim)), z[:, 0], z, jnp.zeros((n,), bool))
 
     def inputs(model: ModelState, obs, action):
         """Standardized ``[..., I]`` inputs of the ensemble."""
         return (jnp.concatenate([obs.astype(jnp.float32), action], -1) - model.mean) / model.std
-
-    def batch_of(view_: ReplayBuffer, buffer_state, key):
-        return jax.tree.map(lambda v: v[:, 0], view_.sample(buffer_state, key).experience)
 
     def model_targets(t: Transition):
         return jnp.concatenate([t.reward[:, None], (t.next_obs - t.obs).astype(jnp.float32)], -1)
@@ -282,7 +280,7 @@ def make_agent(spec: EnvSpec, cfg: MBPOConfig, name: str = "mbpo") -> Agent:
     def model_step(learner, model: ModelState, obs, key):
         """One model step of ``[R]`` states: ``(action, reward, next_obs, terminated)``."""
         policy_key, member_key, noise_key = jax.random.split(key, 3)
-        action = algorithm.policy(learner.actor_params, obs, policy_key, True)
+        action = policy(learner.actor_params, obs, policy_key, True)
         x_in = jnp.broadcast_to(inputs(model, obs, action), (e, r, in_dim))
         mean, log_var, _ = ens.apply(model.params, x_in)
         pick = model.elites[jax.random.randint(member_key, (r,), 0, cfg.num_elites)]
@@ -309,43 +307,70 @@ def make_agent(spec: EnvSpec, cfg: MBPOConfig, name: str = "mbpo") -> Agent:
         (_, model_buffer), _ = jax.lax.scan(one, (start, model_buffer), (jnp.arange(max_len), keys))
         return model_buffer, k
 
-    def model_phase(state: MBPOState, buffer_state, step, key):
+    def phase(model, learner, buffer_state, model_buffer, hparams, step, key):
         train_key, rollout_key = jax.random.split(key)
-        model, metrics = train_model(state.model, buffer_state, state.hparams, train_key)
-        model_buffer, k = rollout(
-            state.learner, model, buffer_state, state.model_buffer, step, rollout_key
-        )
-        metrics = {**metrics, "rollout_length": k.astype(jnp.float32)}
-        return model, model_buffer, metrics
+        model, metrics = train_model(model, buffer_state, hparams, train_key)
+        model_buffer, k = rollout(learner, model, buffer_state, model_buffer, step, rollout_key)
+        return model, model_buffer, {**metrics, "rollout_length": k.astype(jnp.float32)}
 
-    def skipped(fn, *args):
-        """``fn``'s output shapes filled with NaN (metrics) for the branch not taken."""
-        return jax.tree.map(
-            lambda s: jnp.full(s.shape, jnp.nan, s.dtype), jax.eval_shape(fn, *args)
+    return Model(init=init, example=example, phase=phase)
+
+
+def nan_like(fn: Callable, *args: Any) -> Any:
+    """``fn(*args)``'s output shapes filled with NaN (metrics of a branch not taken)."""
+    return jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), jax.eval_shape(fn, *args))
+
+
+def make_agent(spec: EnvSpec, cfg: MBPOConfig, name: str = "mbpo") -> Agent:
+    """Builds an MBPO agent for ``spec`` from a validated config."""
+    algorithm = sac_algorithm(spec, cfg, name)
+    check_config(spec, cfg, name)
+    skeleton = make_off_policy_agent(spec, cfg, algorithm, name)
+    low, high = action_box(spec, name)
+    centre, half = (high + low) / 2, (high - low) / 2
+    r, max_len = cfg.rollout_batch_size, int(max(cfg.rollout_schedule[2:]))
+    rows = max_len * max(1, cfg.epoch_length // cfg.model_train_freq) * cfg.model_retain_epochs
+    n_real = real_batch_size(cfg.batch_size, cfg.real_ratio)
+    n_model = cfg.batch_size - n_real
+    real = make_replay(
+        spec, dataclasses.replace(cfg, batch_size=max(n_real, 1)), name, "full", False
+    )
+    model_ring = make_uniform_replay(r * rows, r, max(n_model, 1))
+    sac_buffer = mixed_buffer(real if n_real else None, model_ring if n_model else None)
+    model_fns = make_model(spec, cfg, name, algorithm.policy, model_ring)
+
+    def init(key: jax.Array) -> MBPOState:
+        sac_key, model_key = jax.random.split(key)
+        base = skeleton.init(sac_key)
+        return MBPOState(
+            learner=base.learner,
+            buffer=base.buffer,
+            step=base.step,
+            hparams={**base.hparams, "model_lr": jnp.asarray(cfg.model_lr, jnp.float32)},
+            model=model_fns.init(model_key),
+            model_buffer=model_ring.init(model_fns.example(r)),
         )
 
-    def update(state: MBPOState, rollout_: Transition, key: jax.Array):
-        num_steps, num_envs = rollout_.reward.shape
-        data = rollout_._replace(action=(rollout_.action - centre) / half, extras={})
-        buffer_state = train_view.add(state.buffer, data)
+    def update(state: MBPOState, rollout: Transition, key: jax.Array):
+        num_steps, num_envs = rollout.reward.shape
+        data = rollout._replace(action=(rollout.action - centre) / half, extras={})
+        buffer_state = real.add(state.buffer, data)
         prev, step = state.step, state.step + num_steps * num_envs
         model_key, learn_key = jax.random.split(key)
         ls, freq = cfg.learning_starts, cfg.model_train_freq
         phase = (step >= ls) & ((prev < ls) | ((step - ls) // freq > (prev - ls) // freq))
-        phase = phase & train_view.can_sample(buffer_state)
-        args = (state, buffer_state, step, model_key)
-        no_metrics = skipped(lambda *a: model_phase(*a)[2], *args)
+        phase = phase & real.can_sample(buffer_state)
+        args = (state.model, state.learner, buffer_state, state.model_buffer, state.hparams)
+        args = (*args, step, model_key)
+        no_metrics = nan_like(lambda *a: model_fns.phase(*a)[2], *args)
         model, model_buffer, model_metrics = jax.lax.cond(
-            phase,
-            model_phase,
-            lambda s, *_: (s.model, s.model_buffer, no_metrics),
-            *args,
+            phase, model_fns.phase, lambda m, _, __, mb, *___: (m, mb, no_metrics), *args
         )
         learning = (step >= ls) & (model_ring.num_items(model_buffer) > 0)
         g = cfg.updates_per_step * num_steps
         do_learn = lambda *a: learn(cfg, sac_buffer, algorithm, *a, num_steps=g)
         learn_args = (state.learner, (buffer_state, model_buffer), state.hparams, learn_key)
-        no_sac = skipped(lambda *a: do_learn(*a)[1], *learn_args)
+        no_sac = nan_like(lambda *a: do_learn(*a)[1], *learn_args)
         (learner, _), sac_metrics = jax.lax.cond(
             learning, do_learn, lambda learner, *_: ((learner, None), no_sac), *learn_args
         )
