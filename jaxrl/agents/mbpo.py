@@ -34,6 +34,10 @@ Termination functions (the paper's appendix, the reference code's ``static/`` fu
 by env: Pendulum and HalfCheetah never terminate; MountainCarContinuous terminates where
 the position reaches 0.45 (Gymnasium's goal; its velocity condition is ``>= 0``, which the
 reference has no counterpart for, and is left out). ``termination="never"`` forces none.
+
+Left out of the reference: its per-layer L2 weight decay of the model (2.5e-5 to 1e-4),
+training to convergence on a held-out split (a fixed ``model_train_steps`` here), and
+bootstrap resampling of each member's data (here each member draws its own minibatches).
 """
 
 from __future__ import annotations
@@ -135,10 +139,11 @@ class MBPOState:
 def check_config(spec: EnvSpec, cfg: MBPOConfig, name: str) -> Callable:
     """One line for each mistake the ranges cannot state; returns the termination fn."""
     a, b, x, y = (cfg.rollout_schedule + (0.0,) * 4)[:4]
-    if len(cfg.rollout_schedule) != 4 or x < 1 or y < 1 or (a >= b and x != y):
+    lengths_ok = x >= 1 and y >= 1 and x == int(x) and y == int(y)
+    if len(cfg.rollout_schedule) != 4 or not lengths_ok or (a >= b and x != y):
         raise ConfigError(
             f"agent '{name}' option 'rollout_schedule' needs [a, b, x, y] with epochs "
-            f"0 <= a < b and lengths x, y >= 1 (x == y allows a >= b), got "
+            f"0 <= a < b and integer lengths x, y >= 1 (x == y allows a >= b), got "
             f"{list(cfg.rollout_schedule)}"
         )
     if cfg.num_elites > cfg.num_members:

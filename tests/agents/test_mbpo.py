@@ -139,6 +139,7 @@ def test_termination_functions_by_env():
         (["--agent.rollout_schedule", "[5, 2, 1, 3]"], "rollout_schedule' needs [a, b, x, y]"),
         (["--agent.rollout_schedule", "[1, 5, 0, 3]"], "rollout_schedule' needs [a, b, x, y]"),
         (["--agent.rollout_schedule", "[1, 5, 2]"], "rollout_schedule"),
+        (["--agent.rollout_schedule", "[1, 5, 1.5, 3]"], "integer lengths"),
         (["--agent.num_members", "0"], "num_members"),
         (["--agent.num_elites", "9"], "'num_elites' (9) must be at most 'num_members' (7)"),
     ],
