@@ -176,7 +176,7 @@ def _register_value_family() -> None:
 
 
 def _register_off_policy() -> None:
-    from jaxrl.agents import sac, td3
+    from jaxrl.agents import mbpo, sac, td3
 
     register(
         "sac",
@@ -195,6 +195,13 @@ def _register_off_policy() -> None:
         td3.make_ddpg,
         config=td3.DDPGConfig,
         description="DDPG (Lillicrap et al. 2016): TD3 with one critic, no smoothing, no delay",
+    )
+    register(
+        "mbpo",
+        mbpo.make_mbpo,
+        config=mbpo.MBPOConfig,
+        description="MBPO (Janner et al. 2019): SAC on short rollouts of a probabilistic "
+        "dynamics ensemble",
     )
 
 

@@ -89,6 +89,12 @@ class SACConfig(OffPolicyConfig):
 
 def make_agent(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Agent:
     """Builds a SAC agent for ``spec`` from a validated config."""
+    return make_off_policy_agent(spec, cfg, sac_algorithm(spec, cfg, name), name)
+
+
+def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm:
+    """SAC's ``Algorithm`` (actor, critics, policy, one gradient step) for the skeleton of
+    ``agents/actor_critic.py``, or for an agent that composes it (``agents/mbpo.py``)."""
     action_dim = action_box(spec, name)[0].shape[0]
     actor = SquashedGaussianActor(
         action_dim,
@@ -183,7 +189,7 @@ def make_agent(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Agent:
             metrics["td_error"] = td_error
         return learner, metrics
 
-    algorithm = Algorithm(
+    return Algorithm(
         actor=actor,
         critic=critic,
         policy=policy,
@@ -192,7 +198,6 @@ def make_agent(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Agent:
         target_actor=False,
         hparams={"alpha": cfg.alpha, "alpha_lr": cfg.alpha_lr, "target_entropy": target_entropy},
     )
-    return make_off_policy_agent(spec, cfg, algorithm, name)
 
 
 def make_sac(spec: EnvSpec, **overrides: Any) -> Agent:

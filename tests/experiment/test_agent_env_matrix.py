@@ -62,6 +62,12 @@ SMALL = {
     "num_tau_prime_samples": 4,
     "num_quantile_samples": 4,
     "embedding_dim": 8,
+    # MBPO's model: a narrow ensemble, few rollouts, few model steps.
+    "model_hidden_sizes": [8],
+    "model_batch_size": 8,
+    "model_train_steps": 4,
+    "holdout_size": 8,
+    "rollout_batch_size": 8,
 }
 SHORT_EPISODES = {  # env options that cut episodes short, so the final evaluation is quick
     "classic": {"max_episode_steps": 50},
