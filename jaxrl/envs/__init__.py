@@ -99,6 +99,7 @@ GROUP_TITLES = {
     "mujoco": "MuJoCo (MJX; Brax)",
     "atari": "Atari",
     "games": "board games",
+    "marl": "multi-agent (MPE)",
     "toy_text": "toy text",
 }
 
@@ -356,4 +357,15 @@ register(
     "Discrete(7); train with --self-play.",
     aliases=("ConnectFour",),
     family="games",
+)
+
+# Cooperative multi-agent particle tasks through JaxMARL (envs/marl.py; extra jaxrl[marl]).
+register(
+    "mpe:simple_spread",
+    "jaxrl.envs.marl:simple_spread",
+    "MPE simple_spread (JaxMARL; jaxrl[marl]): 3 agents cover 3 landmarks, simultaneous "
+    "moves, obs [18] per agent, Discrete(5), 25 steps; each agent an env of its own "
+    "(parameter sharing; options local_ratio, max_steps).",
+    aliases=("simple_spread",),
+    family="marl",
 )
