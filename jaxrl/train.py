@@ -10,6 +10,7 @@ Examples::
     python -m jaxrl.train --agent dqn --env CartPole --seeds 8
     python -m jaxrl.train --agent dqn --env CartPole --seeds 4 --sweep agent.lr=1e-3,3e-4
     python -m jaxrl.train --agent rainbow --env connect_four --self-play
+    python -m jaxrl.train --agents rainbow,dqn --env connect_four
     python -m jaxrl.train --agent dqn --env CartPole --callback export:every=50000
     python -m jaxrl.train --agent dqn --env CartPole --init-from runs/dqn_CartPole-v1_s0_...:20000
     python -m jaxrl.train --agent dqn --env CartPole --callback mymodule:my_callback
@@ -150,6 +151,12 @@ def _make_parser() -> _Parser:
         help="one agent plays every side of a turn-based game (connect_four, tic_tac_toe)",
     )
     parser.add_argument(
+        "--agents",
+        action=_Once,
+        metavar="A,B",
+        help="independent agents, one per player of a turn-based game (rainbow,dqn)",
+    )
+    parser.add_argument(
         "--import",
         dest="imports",
         action="append",
@@ -288,7 +295,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             init_parts=[] if args.init_parts is None else _names(args.init_parts),
         )
 
+        agent_list = None if args.agents is None else _names(args.agents)
+        if agent_list is not None:
+            if args.agent is not None or not agent_list:
+                raise ConfigError("give either --agent NAME or --agents NAME,NAME (one per player)")
+            args.agent = agent_list[0]
         cfg = resolve(
+            agent_list=agent_list,
             agent=args.agent,
             env=args.env,
             config_file=args.config,

@@ -133,6 +133,15 @@ def _register_builtins() -> None:
     )
     _register_off_policy()
     _register_value_family()
+    from jaxrl.agents import maddpg
+
+    register(
+        "maddpg",
+        maddpg.make_maddpg,
+        config=maddpg.MADDPGConfig,
+        description="MADDPG (Lowe et al. 2017): decentralized actors, centralized critics, "
+        "Gumbel-softmax actions; simultaneous-move games (mpe:simple_spread)",
+    )
     from jaxrl.agents import tabular
 
     register(

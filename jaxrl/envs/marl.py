@@ -27,6 +27,9 @@ Two layouts (``make_mpe``):
 
 from __future__ import annotations
 
+import contextlib
+import io
+import sys
 from typing import Any, NamedTuple
 
 import jax
@@ -52,6 +55,20 @@ def _stack(tree: dict[str, Array], agents: list[str]) -> Array:
     return jnp.stack([tree[a] for a in agents], axis=1)
 
 
+def _import_jaxmarl() -> Any:
+    """``jaxmarl``, imported on first use (the optional extra) without its side effects on
+    this process: its import prints to stdout, and its Brax module sets ``sys.stdout`` and
+    ``sys.stderr`` back to the process's originals (which would undo any redirection, such
+    as pytest's capture); both are kept as they were."""
+    out, err = sys.stdout, sys.stderr
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            import jaxmarl
+    finally:
+        sys.stdout, sys.stderr = out, err
+    return jaxmarl
+
+
 def make_mpe(
     scenario: str,
     num_envs: int,
@@ -61,8 +78,7 @@ def make_mpe(
 ) -> Env:
     """The vectorized, auto-resetting MPE ``scenario`` with ``num_envs`` games (module
     docstring); ``shared`` picks the parameter-sharing layout."""
-    import jaxmarl  # the optional extra: imported on first use
-
+    jaxmarl = _import_jaxmarl()
     num_envs = check_int("num_envs", num_envs)
     max_steps = check_int("max_steps", max_steps)
     if not 0.0 <= local_ratio <= 1.0:
@@ -157,6 +173,26 @@ def players_as_envs(env: Env) -> Env:
         return state, view(ts)
 
     return Env(spec=flat_spec, reset=reset, step=step, state_is_portable=env.state_is_portable)
+
+
+def team_view(env: Env) -> Env:
+    """A simultaneous-move ``env`` whose ``info["episode_return"]`` is the players' mean
+    return ``[N]`` (an agent's return, as the shared layout logs it), so the single-agent
+    runner (``runners/scan.py``) logs and evaluates it; everything else is unchanged."""
+
+    def view(ts: TimeStep) -> TimeStep:
+        info = {**ts.info, "episode_return": ts.info["episode_return"].mean(axis=-1)}
+        return ts._replace(info=info)
+
+    def reset(key: PRNGKey) -> tuple[Any, TimeStep]:
+        state, ts = env.reset(key)
+        return state, view(ts)
+
+    def step(state: Any, action: Array, key: PRNGKey) -> tuple[Any, TimeStep]:
+        state, ts = env.step(state, action, key)
+        return state, view(ts)
+
+    return env._replace(reset=reset, step=step)
 
 
 def simple_spread(

@@ -188,6 +188,10 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
     transitions: ``dqn`` or ``rainbow`` with ``n_step: 1`` (module docstring)."""
     from jaxrl import envs
 
+    if cfg.get("agents"):
+        from jaxrl.runners.multi_agent import check_config as check_agents_config
+
+        return check_agents_config(cfg, self_play)
     name = cfg["env"]["name"]
     kwargs = {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
     spec = envs.make(name, num_envs=1, **kwargs).spec
@@ -197,6 +201,13 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
             f"--self-play needs a turn-based game of 2+ players (connect_four, tic_tac_toe); "
             f"'{name}' has {players} player(s)"
         )
+    if not self_play and players > 1 and not spec.turn_based:
+        if cfg["agent"]["name"] != "maddpg":
+            raise ConfigError(
+                f"'{name}' is a {players}-player simultaneous-move game: train it with "
+                "--agent maddpg (or the shared layout, without --env.shared false)"
+            )
+        return
     if not self_play and players > 1:
         raise ConfigError(f"'{name}' is a {players}-player game: train it with --self-play")
     if not self_play:
