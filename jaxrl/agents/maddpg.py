@@ -29,6 +29,7 @@ tau 0.01, batch 1024, buffer 1e6, gradient norm 0.5, learning after 1024 x 25 st
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import flax.linen as nn
@@ -151,7 +152,7 @@ def make_maddpg(spec: EnvSpec, **overrides: Any) -> Agent:
     def init(key: jax.Array) -> MADDPGState:
         actor_key, critic_key = jax.random.split(key)
         obs = jnp.zeros((1, *D), jnp.float32)
-        joint = jnp.zeros((1, P * (int(jnp.prod(jnp.array(D))) + A)), jnp.float32)
+        joint = jnp.zeros((1, P * (math.prod(D) + A)), jnp.float32)
         actors = per_agent(lambda k: actor.init(k, obs))(jax.random.split(actor_key, P))
         critics = per_agent(lambda k: critic.init(k, joint))(jax.random.split(critic_key, P))
         one = Transition(
