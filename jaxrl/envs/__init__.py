@@ -130,7 +130,10 @@ def _choices() -> str:
             parts.append(f"{title} ({len(names)} envs, e.g. {names[0]})")
         else:
             parts.append(f"{title} ({', '.join(names)})")
-    return "; ".join(parts) + "; gym:ID (any Gymnasium id); package.module:factory"
+    return (
+        "; ".join(parts)
+        + "; gym:ID (any Gymnasium id); pz:ID (a PettingZoo game); package.module:factory"
+    )
 
 
 def _unknown(name: str) -> str:
@@ -169,6 +172,10 @@ def _resolve(name: str) -> tuple[str, Factory]:
     if name.startswith(gymnasium.PREFIX):  # a host-side Gymnasium env (envs/gymnasium.py)
         env_id = gymnasium.check_id(name[len(gymnasium.PREFIX) :])
         return gymnasium.PREFIX + env_id, functools.partial(gymnasium.make_host_env, env_id)
+    if name.startswith("pz:"):  # a PettingZoo game on the host (envs/pettingzoo.py)
+        from jaxrl.envs import pettingzoo
+
+        return name, functools.partial(pettingzoo.make_pettingzoo_env, name[3:])
     canonical = _lookup(name)
     if canonical is None and ":" in name:
         module_name, _, attr = name.partition(":")

@@ -274,6 +274,11 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
             f"--seeds and --sweep need a JAX-native env; '{cfg['env']['name']}' is stepped "
             "on the host: run its seeds as separate jobs"
         )
+    if env.spec.name.startswith("pz:"):
+        raise ConfigError(
+            f"--seeds and --sweep need a JAX-native env; '{env.spec.name}' is stepped on "
+            "the host: run its seeds as separate jobs"
+        )
     if launch.sweep:
         _check_sweep(cfg, launch, agent)
     members = launch.members(run_cfg.seed)
