@@ -27,7 +27,6 @@ Two layouts (``make_mpe``):
 
 from __future__ import annotations
 
-import contextlib
 import io
 import sys
 from typing import Any, NamedTuple
@@ -60,12 +59,12 @@ def _import_jaxmarl() -> Any:
     this process: its import prints to stdout, and its Brax module sets ``sys.stdout`` and
     ``sys.stderr`` back to the process's originals (which would undo any redirection, such
     as pytest's capture); both are kept as they were."""
-    out, err = sys.stdout, sys.stderr
+    saved = sys.stdout, sys.stderr, sys.__stdout__
+    sys.stdout = sys.__stdout__ = io.StringIO()  # its Brax module resets to __stdout__
     try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            import jaxmarl
+        import jaxmarl
     finally:
-        sys.stdout, sys.stderr = out, err
+        sys.stdout, sys.stderr, sys.__stdout__ = saved
     return jaxmarl
 
 
