@@ -154,7 +154,7 @@ def _make_parser() -> _Parser:
         "--agents",
         action=_Once,
         metavar="A,B",
-        help="independent agents, one per player of a turn-based game (rainbow,dqn)",
+        help="independent agents, one per player of a game",
     )
     parser.add_argument(
         "--import",

@@ -98,8 +98,7 @@ GROUP_TITLES = {
     "minatar": "MinAtar",
     "mujoco": "MuJoCo (MJX; Brax)",
     "atari": "Atari",
-    "games": "board games",
-    "marl": "multi-agent (MPE)",
+    "games": "multi-player",
     "toy_text": "toy text",
 }
 
@@ -374,5 +373,5 @@ register(
     "moves, obs [18] per agent, Discrete(5), 25 steps; each agent an env of its own "
     "(parameter sharing; options local_ratio, max_steps).",
     aliases=("simple_spread",),
-    family="marl",
+    family="games",
 )
