@@ -59,7 +59,7 @@ def main() -> None:
     summary = args.run_dir / "summary.yaml"
     if summary.is_file():
         data = yaml.safe_load(summary.read_text())
-        keep = ("compile_time_s", "run_time_s", "steps_per_s", "final_return_iqm")
+        keep = ("compile_time", "run_time", "sps", "final_eval_returns", "final_iqm")
         console.print({k: v for k, v in data.items() if k in keep} or data)
 
 
