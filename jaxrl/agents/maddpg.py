@@ -134,6 +134,64 @@ def _check(spec: EnvSpec) -> tuple[int, int]:
     return spec.num_players, spec.action_space.n
 
 
+def _make_gradient_step(actor: Head, critic: Head, optimizer, actor_logits, P: int, A: int):
+    """``gradient_step(state, batch [B, ...], key) -> (state, metrics)``: the critics',
+    then the actors' step of every agent at once, then the Polyak targets (module
+    docstring); ``actor_logits(params [P], obs [..., P, D]) -> [..., P, A]``."""
+    per_agent = jax.vmap
+
+    def apply_grads(params, grads, opt_state, lr):
+        updates, opt_state = per_agent(optimizer.update)(grads, opt_state, params)
+        return jax.tree.map(lambda p, u: p - lr * u, params, updates), opt_state
+
+    def gradient_step(state: MADDPGState, batch: Transition, key: jax.Array):
+        h = state.hparams
+        next_key, actor_key = jax.random.split(key)
+        next_actions = gumbel_softmax(
+            next_key, actor_logits(state.target_actor, batch.next_obs), h["temperature"]
+        )
+        next_x = joint_input(batch.next_obs, next_actions)
+        next_q = per_agent(lambda p: critic.apply(p, next_x)[:, 0])(state.target_critic).T
+        y = critic_target(batch.reward, batch.terminated, next_q, h["gamma"])  # [B, P]
+        actions = jax.nn.one_hot(batch.action, A)
+        x = joint_input(batch.obs, actions)
+
+        def critic_loss(params, y_i):
+            q = critic.apply(params, x)[:, 0]
+            return jnp.mean((q - y_i) ** 2), q.mean()
+
+        (q_loss, q_mean), grads = per_agent(jax.value_and_grad(critic_loss, has_aux=True))(
+            state.critic, y.T
+        )
+        critics, critic_opt = apply_grads(state.critic, grads, state.critic_opt, h["critic_lr"])
+
+        def actor_loss(params, critic_params, i, key):
+            logits = actor.apply(params, batch.obs[:, i])
+            mine = gumbel_softmax(key, logits, h["temperature"])
+            q = critic.apply(critic_params, joint_input(batch.obs, with_action(actions, i, mine)))
+            return -q.mean() + LOGIT_PENALTY * jnp.mean(logits**2)
+
+        pi_loss, grads = per_agent(jax.value_and_grad(actor_loss))(
+            state.actor, critics, jnp.arange(P), jax.random.split(actor_key, P)
+        )
+        actors, actor_opt = apply_grads(state.actor, grads, state.actor_opt, h["actor_lr"])
+        state = state.replace(
+            actor=actors,
+            critic=critics,
+            actor_opt=actor_opt,
+            critic_opt=critic_opt,
+            target_actor=soft_update(state.target_actor, actors, h["tau"]),
+            target_critic=soft_update(state.target_critic, critics, h["tau"]),
+        )
+        return state, {
+            "critic_loss": q_loss.mean(),
+            "actor_loss": pi_loss.mean(),
+            "q_mean": q_mean.mean(),
+        }
+
+    return gradient_step
+
+
 def make_maddpg(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds MADDPG for ``spec``; ``ConfigError`` on a bad option or env."""
     cfg = build_config(MADDPGConfig, overrides, "agent 'maddpg'")
@@ -186,54 +244,7 @@ def make_maddpg(spec: EnvSpec, **overrides: Any) -> Agent:
         probs = jax.nn.softmax(logits)
         return jnp.argmax(logits, -1).astype(jnp.int32), carry, {"action_probs": probs}
 
-    def apply_grads(params, grads, opt_state, lr):
-        updates, opt_state = per_agent(optimizer.update)(grads, opt_state, params)
-        return jax.tree.map(lambda p, u: p - lr * u, params, updates), opt_state
-
-    def gradient_step(state: MADDPGState, batch: Transition, key: jax.Array):
-        h = state.hparams
-        next_key, actor_key = jax.random.split(key)
-        next_actions = gumbel_softmax(
-            next_key, actor_logits(state.target_actor, batch.next_obs), h["temperature"]
-        )
-        next_x = joint_input(batch.next_obs, next_actions)
-        next_q = per_agent(lambda p: critic.apply(p, next_x)[:, 0])(state.target_critic).T
-        y = critic_target(batch.reward, batch.terminated, next_q, h["gamma"])  # [B, P]
-        actions = jax.nn.one_hot(batch.action, A)
-        x = joint_input(batch.obs, actions)
-
-        def critic_loss(params, y_i):
-            q = critic.apply(params, x)[:, 0]
-            return jnp.mean((q - y_i) ** 2), q.mean()
-
-        (q_loss, q_mean), grads = per_agent(jax.value_and_grad(critic_loss, has_aux=True))(
-            state.critic, y.T
-        )
-        critics, critic_opt = apply_grads(state.critic, grads, state.critic_opt, h["critic_lr"])
-
-        def actor_loss(params, critic_params, i, key):
-            logits = actor.apply(params, batch.obs[:, i])
-            mine = gumbel_softmax(key, logits, h["temperature"])
-            q = critic.apply(critic_params, joint_input(batch.obs, with_action(actions, i, mine)))
-            return -q.mean() + LOGIT_PENALTY * jnp.mean(logits**2)
-
-        pi_loss, grads = per_agent(jax.value_and_grad(actor_loss))(
-            state.actor, critics, jnp.arange(P), jax.random.split(actor_key, P)
-        )
-        actors, actor_opt = apply_grads(state.actor, grads, state.actor_opt, h["actor_lr"])
-        state = state.replace(
-            actor=actors,
-            critic=critics,
-            actor_opt=actor_opt,
-            critic_opt=critic_opt,
-            target_actor=soft_update(state.target_actor, actors, h["tau"]),
-            target_critic=soft_update(state.target_critic, critics, h["tau"]),
-        )
-        return state, {
-            "critic_loss": q_loss.mean(),
-            "actor_loss": pi_loss.mean(),
-            "q_mean": q_mean.mean(),
-        }
+    gradient_step = _make_gradient_step(actor, critic, optimizer, actor_logits, P, A)
 
     def learn(state: MADDPGState, key: jax.Array):
         def one(state, key):

@@ -152,29 +152,11 @@ def _empty(env: Env, agents: Sequence[Agent], states: Any, obs: Any, player: jax
     return Seats(player, pending, (queue,) * P, (last,) * P)
 
 
-def make_multi_agent_runner(
-    agents: Sequence[Agent], env: Env, config: RunConfig, eval_env: Env | None = None
-) -> Runner:
-    """The chunked program of independent agents (module docstring): a ``Runner`` like
-    ``make_self_play_runner``'s whose ``RunnerState.agent_state`` is a tuple of the
-    agents' states (player order) and whose ``carry`` is a ``Seats``.
-
-    Metrics per iteration: ``step``, ``episodes``, ``episode_return_sum`` (player 0's),
-    ``episode_length_sum``, ``player{p}_return``; per agent ``a{p}_underflows``,
-    ``a{p}_drops`` and its own metrics prefixed ``a{p}_``; on an evaluating chunk, per
-    agent ``a{p}_eval_{win,draw,loss}_{opponent}`` and ``eval_return`` (the agents' mean
-    score against the random opponent).
-    """
-    agents = tuple(agents)
-    check_agents(agents, env, config.rollout_len)
+def _make_round(agents: tuple[Agent, ...], env: Env):
+    """``(env_step, round_)`` of the runner: one move (``env_step(state, key, due)``; after
+    it, player ``due``'s queue hands one transition to its agent, none where ``due`` is
+    None) and one round of ``P`` moves (``round_(state, key)``)."""
     P, N = env.spec.num_players, env.spec.num_envs
-    layout = ChunkLayout.of(config, N)
-    eval_env = eval_env or env
-    matches = {
-        (p, name): make_match(a, eval_env, opp)
-        for p, a in enumerate(agents)
-        for name, opp in opponents(env).items()
-    }
 
     def env_step(state: RunnerState, key: PRNGKey, due: int | None):
         """One move; ``due``: the player whose queue hands out a transition after it."""
@@ -235,6 +217,35 @@ def make_multi_agent_runner(
         total = jax.tree.map(lambda *xs: sum(xs), *stats)
         total["underflows"] = jnp.stack([s["underflows"] for s in stats])
         return state, (tuple(outs), total)
+
+    return env_step, round_
+
+
+def make_multi_agent_runner(
+    agents: Sequence[Agent], env: Env, config: RunConfig, eval_env: Env | None = None
+) -> Runner:
+    """The chunked program of independent agents (module docstring): a ``Runner`` like
+    ``make_self_play_runner``'s whose ``RunnerState.agent_state`` is a tuple of the
+    agents' states (player order) and whose ``carry`` is a ``Seats``.
+
+    Metrics per iteration: ``step``, ``episodes``, ``episode_return_sum`` (player 0's),
+    ``episode_length_sum``, ``player{p}_return``; per agent ``a{p}_underflows``,
+    ``a{p}_drops`` and its own metrics prefixed ``a{p}_``; on an evaluating chunk, per
+    agent ``a{p}_eval_{win,draw,loss}_{opponent}`` and ``eval_return`` (the agents' mean
+    score against the random opponent).
+    """
+    agents = tuple(agents)
+    check_agents(agents, env, config.rollout_len)
+    P, N = env.spec.num_players, env.spec.num_envs
+    layout = ChunkLayout.of(config, N)
+    eval_env = eval_env or env
+    matches = {
+        (p, name): make_match(a, eval_env, opp)
+        for p, a in enumerate(agents)
+        for name, opp in opponents(env).items()
+    }
+
+    env_step, round_ = _make_round(agents, env)
 
     def init(key: PRNGKey, hparams: Any = None) -> RunnerState:
         key, env_key, warm_key, *agent_keys = jax.random.split(key, 3 + P)
