@@ -231,7 +231,8 @@ def resolve(
     listed = [{**a, **agent_overrides} for a in listed]  # --agent.KEY: every agent
     if listed:
         out[AGENTS] = [{"name": a["name"], **_resolve_agent(a, cfg["run"])} for a in listed]
-        out["agent"] = out[AGENTS][0]
+        out[AGENTS] = copy.deepcopy(out[AGENTS])  # no shared objects: no YAML aliases
+        out["agent"] = copy.deepcopy(out[AGENTS][0])
     return out
 
 
