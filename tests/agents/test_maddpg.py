@@ -52,8 +52,8 @@ def stepped():
     warm, warm_metrics = update(state, rollout, jax.random.PRNGKey(2))
     learned, metrics = update(warm, rollout, jax.random.PRNGKey(3))
     obs = rollout.obs[0]
-    greedy = jax.jit(lambda s, o: agent.act(s, o, (), jax.random.PRNGKey(4), False))(state, obs)
-    explore = jax.jit(lambda s, o: agent.act(s, o, (), jax.random.PRNGKey(4), True))(state, obs)
+    both = lambda s, o: [agent.act(s, o, (), jax.random.PRNGKey(4), e) for e in (False, True)]
+    greedy, explore = jax.jit(both)(state, obs)
     return agent, state, warm, warm_metrics, learned, metrics, obs, greedy, explore
 
 

@@ -24,7 +24,7 @@ def test_gumbel_softmax_against_numpy():
 
 def test_argmax_is_a_categorical_sample():
     logits = jnp.log(jnp.array([0.2, 0.5, 0.3]))
-    keys = jax.random.split(jax.random.PRNGKey(1), 20000)
+    keys = jax.random.split(jax.random.PRNGKey(1), 8000)
     samples = jax.vmap(lambda k: jnp.argmax(gumbel_softmax(k, logits, 1.0)))(keys)
     freq = np.bincount(np.asarray(samples), minlength=3) / len(keys)
-    np.testing.assert_allclose(freq, [0.2, 0.5, 0.3], atol=0.015)
+    np.testing.assert_allclose(freq, [0.2, 0.5, 0.3], atol=0.025)  # ~4.5 sigma
