@@ -133,7 +133,15 @@ def _register_builtins() -> None:
     )
     _register_off_policy()
     _register_value_family()
-    from jaxrl.agents import maddpg
+    from jaxrl.agents import maddpg, per_player
+
+    register(
+        "ippo",
+        per_player.make_ippo,
+        config=ppo.PPOConfig,
+        description="independent PPO: one PPO learner per player of a simultaneous-move "
+        "game, no parameter sharing (mpe:simple_spread --env.shared false)",
+    )
 
     register(
         "maddpg",

@@ -202,10 +202,10 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
             f"'{name}' has {players} player(s)"
         )
     if not self_play and players > 1 and not spec.turn_based:
-        if cfg["agent"]["name"] != "maddpg":
+        if cfg["agent"]["name"] not in ("maddpg", "ippo"):
             raise ConfigError(
                 f"'{name}' is a {players}-player simultaneous-move game: train it with "
-                "--agent maddpg (or the shared layout, without --env.shared false)"
+                "--agent maddpg or ippo (or the shared layout, without --env.shared false)"
             )
         return
     if not self_play and players > 1:
