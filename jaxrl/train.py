@@ -310,7 +310,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             num_envs=args.num_envs,
             overrides=overrides,
         )
-        from jaxrl.runners.self_play import check_config
+        if cfg.get("agents"):  # independent agents, one per player
+            from jaxrl.runners.multi_agent import check_config
+        else:
+            from jaxrl.runners.self_play import check_config
 
         check_config(cfg, bool(args.self_play))
         run_experiment(cfg, args.logdir, launch=launch)

@@ -188,10 +188,6 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
     transitions: ``dqn`` or ``rainbow`` with ``n_step: 1`` (module docstring)."""
     from jaxrl import envs
 
-    if cfg.get("agents"):
-        from jaxrl.runners.multi_agent import check_config as check_agents_config
-
-        return check_agents_config(cfg, self_play)
     name = cfg["env"]["name"]
     kwargs = {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
     spec = envs.make(name, num_envs=1, **kwargs).spec
