@@ -148,7 +148,7 @@ def _make_parser() -> _Parser:
         "--self-play",
         action="store_true",
         default=None,
-        help="one agent plays every side of a turn-based game (connect_four, tic_tac_toe)",
+        help="one agent plays every side of a turn-based game",
     )
     parser.add_argument(
         "--agents",
