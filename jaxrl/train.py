@@ -10,6 +10,7 @@ Examples::
     python -m jaxrl.train --agent dqn --env CartPole --seeds 8
     python -m jaxrl.train --agent dqn --env CartPole --seeds 4 --sweep agent.lr=1e-3,3e-4
     python -m jaxrl.train --agent rainbow --env connect_four --self-play
+    python -m jaxrl.train --agents rainbow,dqn --env connect_four
     python -m jaxrl.train --agent dqn --env CartPole --callback export:every=50000
     python -m jaxrl.train --agent dqn --env CartPole --init-from runs/dqn_CartPole-v1_s0_...:20000
     python -m jaxrl.train --agent dqn --env CartPole --callback mymodule:my_callback
@@ -147,7 +148,13 @@ def _make_parser() -> _Parser:
         "--self-play",
         action="store_true",
         default=None,
-        help="one agent plays every side of a turn-based game (connect_four, tic_tac_toe)",
+        help="one agent plays every side of a turn-based game",
+    )
+    parser.add_argument(
+        "--agents",
+        action=_Once,
+        metavar="A,B",
+        help="independent agents, one per player of a game",
     )
     parser.add_argument(
         "--import",
@@ -288,7 +295,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             init_parts=[] if args.init_parts is None else _names(args.init_parts),
         )
 
+        agent_list = None if args.agents is None else _names(args.agents)
+        if agent_list is not None:
+            if args.agent is not None or not agent_list:
+                raise ConfigError("give either --agent NAME or --agents NAME,NAME (one per player)")
+            args.agent = agent_list[0]
         cfg = resolve(
+            agent_list=agent_list,
             agent=args.agent,
             env=args.env,
             config_file=args.config,
@@ -297,7 +310,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             num_envs=args.num_envs,
             overrides=overrides,
         )
-        from jaxrl.runners.self_play import check_config
+        if cfg.get("agents"):  # independent agents, one per player
+            from jaxrl.runners.multi_agent import check_config
+        else:
+            from jaxrl.runners.self_play import check_config
 
         check_config(cfg, bool(args.self_play))
         run_experiment(cfg, args.logdir, launch=launch)

@@ -21,3 +21,27 @@ def test_bad_self_play_input(argv, message, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
     assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--agents", "dqn,dqn,dqn", "--env", "tic_tac_toe"], "give 2 agents, not 3"),
+        (["--agents", "dqn,dqn", "--env", "CartPole"], "needs a turn-based game"),
+        (["--agents", "ppo,dqn", "--env", "tic_tac_toe"], "not 'ppo'"),
+        (["--agents", "rainbow,dqn", "--env", "tic_tac_toe"], "--agent.n_step 1"),
+        (["--agents", "dqn,dqn", "--env", "tic_tac_toe", "--self-play"], "drop --agents"),
+        (["--agent", "dqn", "--agents", "dqn,dqn", "--env", "tic_tac_toe"], "either --agent"),
+        (["--agents", "dqn,nope", "--env", "tic_tac_toe"], "unknown agent 'nope'"),
+        (["--agent", "dqn", "--env", "mpe:simple_spread", "--env.shared", "false"], "maddpg"),
+        (["--agent", "maddpg", "--env", "mpe:simple_spread", "--env.shared", "true"], "2+ players"),
+        (["--agent", "maddpg", "--env", "tic_tac_toe"], "train it with --self-play"),
+    ],
+)
+def test_bad_independent_agents_input(argv, message, tmp_path, capsys):
+    """``--agents`` (independent agents) and the simultaneous-move games: bad input is one
+    line, exit code 2, nothing written."""
+    assert main([*argv, "--logdir", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "runs").exists()

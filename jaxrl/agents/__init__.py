@@ -133,6 +133,23 @@ def _register_builtins() -> None:
     )
     _register_off_policy()
     _register_value_family()
+    from jaxrl.agents import maddpg, per_player
+
+    register(
+        "ippo",
+        per_player.make_ippo,
+        config=ppo.PPOConfig,
+        description="independent PPO: one PPO learner per player of a simultaneous-move "
+        "game, no parameter sharing (mpe:simple_spread --env.shared false)",
+    )
+
+    register(
+        "maddpg",
+        maddpg.make_maddpg,
+        config=maddpg.MADDPGConfig,
+        description="MADDPG (Lowe et al. 2017): decentralized actors, centralized critics, "
+        "Gumbel-softmax actions; simultaneous-move games (mpe:simple_spread)",
+    )
     from jaxrl.agents import tabular
 
     register(

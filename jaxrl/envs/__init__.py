@@ -98,7 +98,7 @@ GROUP_TITLES = {
     "minatar": "MinAtar",
     "mujoco": "MuJoCo (MJX; Brax)",
     "atari": "Atari",
-    "games": "board games",
+    "games": "multi-player",
     "toy_text": "toy text",
 }
 
@@ -129,7 +129,10 @@ def _choices() -> str:
             parts.append(f"{title} ({len(names)} envs, e.g. {names[0]})")
         else:
             parts.append(f"{title} ({', '.join(names)})")
-    return "; ".join(parts) + "; gym:ID (any Gymnasium id); package.module:factory"
+    return (
+        "; ".join(parts)
+        + "; gym:ID (any Gymnasium id); pz:ID (a PettingZoo game); package.module:factory"
+    )
 
 
 def _unknown(name: str) -> str:
@@ -168,6 +171,10 @@ def _resolve(name: str) -> tuple[str, Factory]:
     if name.startswith(gymnasium.PREFIX):  # a host-side Gymnasium env (envs/gymnasium.py)
         env_id = gymnasium.check_id(name[len(gymnasium.PREFIX) :])
         return gymnasium.PREFIX + env_id, functools.partial(gymnasium.make_host_env, env_id)
+    if name.startswith("pz:"):  # a PettingZoo game on the host (envs/pettingzoo.py)
+        from jaxrl.envs import pettingzoo
+
+        return name, functools.partial(pettingzoo.make_pettingzoo_env, name[3:])
     canonical = _lookup(name)
     if canonical is None and ":" in name:
         module_name, _, attr = name.partition(":")
@@ -355,5 +362,16 @@ register(
     "Connect Four (pgx; jaxrl[games]): 2 players, turns, obs [6, 7, 2] + action_mask, "
     "Discrete(7); train with --self-play.",
     aliases=("ConnectFour",),
+    family="games",
+)
+
+# Cooperative multi-agent particle tasks through JaxMARL (envs/marl.py; extra jaxrl[marl]).
+register(
+    "mpe:simple_spread",
+    "jaxrl.envs.marl:simple_spread",
+    "MPE simple_spread (JaxMARL; jaxrl[marl]): 3 agents cover 3 landmarks, simultaneous "
+    "moves, obs [18] per agent, Discrete(5), 25 steps; each agent an env of its own "
+    "(parameter sharing; options local_ratio, max_steps).",
+    aliases=("simple_spread",),
     family="games",
 )

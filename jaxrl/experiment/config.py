@@ -35,6 +35,9 @@ from jaxrl.validation import build_config, config_to_dict
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "configs" / "presets"
 SECTIONS = ("agent", "env", "run")
+# Independent agents of a game, one per player (RLHive's ``agents:``): a list of agent
+# sections; ``agent`` is then the first of them (runners/multi_agent.py).
+AGENTS = "agents"
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
@@ -67,11 +70,18 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
         )
     if not isinstance(data, dict):
         raise ConfigError(f"config file '{path}' must hold a mapping with keys {SECTIONS}")
-    unknown = set(data) - {*SECTIONS, "preset"}
+    unknown = set(data) - {*SECTIONS, "preset", AGENTS}
     if unknown:
         raise ConfigError(
             f"config file '{path}' has unknown key(s) {sorted(unknown)}; valid: "
-            f"preset, {', '.join(SECTIONS)}"
+            f"preset, {', '.join(SECTIONS)}, {AGENTS}"
+        )
+    listed = data.get(AGENTS, [])
+    if not isinstance(listed, list) or not all(
+        isinstance(a, dict) and a.get("name") for a in listed
+    ):
+        raise ConfigError(
+            f"config file '{path}': '{AGENTS}' must be a list of mappings with a name"
         )
     for section in SECTIONS:
         if not isinstance(data.get(section, {}), dict):
@@ -151,6 +161,7 @@ def resolve(
     seed: int | None = None,
     num_envs: int | None = None,
     overrides: Mapping[str, Any] | None = None,
+    agent_list: list[str] | None = None,
 ) -> dict[str, Any]:
     """Returns the effective, fully validated experiment config (see module docstring).
 
@@ -206,12 +217,49 @@ def resolve(
     if "total_steps" in cfg["agent"] and cfg["agent"]["total_steps"] is None:
         cfg["agent"]["total_steps"] = cfg["run"]["steps"]
     cfg["env"].setdefault("num_envs", 1)
-    return {
+    out = {
         "preset": cfg.get("preset"),
         "agent": cfg["agent"],
         "env": cfg["env"],
         "run": cfg["run"],
     }
+    listed = _agent_sections(base.get(AGENTS), agent_list, env_name)
+    agent_overrides = {k.partition(".")[2]: v for k, v in (overrides or {}).items()}
+    agent_overrides = {
+        k: v for k, v in agent_overrides.items() if f"agent.{k}" in (overrides or {})
+    }
+    listed = [{**a, **agent_overrides} for a in listed]  # --agent.KEY: every agent
+    if listed:
+        out[AGENTS] = [{"name": a["name"], **_resolve_agent(a, cfg["run"])} for a in listed]
+        out[AGENTS] = copy.deepcopy(out[AGENTS])  # no shared objects: no YAML aliases
+        out["agent"] = copy.deepcopy(out[AGENTS][0])
+    return out
+
+
+def _agent_sections(
+    from_file: list[dict[str, Any]] | None, names: list[str] | None, env: str
+) -> list[dict[str, Any]]:
+    """The unresolved sections of independent agents: ``--agents`` names (each with its
+    preset for ``env`` where there is one), else the config file's ``agents:`` list."""
+    if names is None:
+        return [dict(a) for a in from_file or []]
+    sections = []
+    for name in names:
+        agents.entry(name)  # ConfigError for an unknown name
+        preset = find_preset(name, env)
+        sections.append({**(load_preset(preset)["agent"] if preset else {}), "name": name})
+    return sections
+
+
+def _resolve_agent(section: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
+    """Every option of one agent section, validated."""
+    name = section["name"]
+    options = {k: v for k, v in section.items() if k != "name"}
+    _check_foreign_options(name, options)
+    resolved = agents.resolve_config(name, options)
+    if "total_steps" in resolved and resolved["total_steps"] is None:
+        resolved["total_steps"] = run["steps"]
+    return resolved
 
 
 def _check_foreign_options(agent: str, options: Mapping[str, Any]) -> None:

@@ -260,6 +260,8 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
     agent = agents.make(cfg["agent"]["name"], env.spec, **agent_options)
     runner = runners.make(agent, env, run_cfg, eval_env)
+    if cfg.get("agents"):  # independent agents, one per player (runners/multi_agent.py)
+        runner = _independent(cfg, launch, env, eval_env, run_cfg)
     if launch.actor_threads:
         return _actor_learner(cfg, launch, env, eval_env, agent, run_cfg)
     if launch.devices != 1:
@@ -272,6 +274,11 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
             f"--seeds and --sweep need a JAX-native env; '{cfg['env']['name']}' is stepped "
             "on the host: run its seeds as separate jobs"
         )
+    if env.spec.name.startswith("pz:"):
+        raise ConfigError(
+            f"--seeds and --sweep need a JAX-native env; '{env.spec.name}' is stepped on "
+            "the host: run its seeds as separate jobs"
+        )
     if launch.sweep:
         _check_sweep(cfg, launch, agent)
     members = launch.members(run_cfg.seed)
@@ -282,6 +289,21 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     # the default device: its members are not split over devices.
     mesh = sweep.mesh_for(len(members)) if env.state_is_portable else None
     return Setup(cfg, launch, env, eval_env, agent, runner, members, mesh)
+
+
+def _independent(cfg, launch, env, eval_env, run_cfg) -> Runner:
+    """The runner of ``cfg["agents"]``; ConfigError for what it cannot do."""
+    from jaxrl.runners.multi_agent import make_multi_agent_runner
+
+    if launch.sweep or launch.actor_threads or launch.devices != 1 or launch.init_from:
+        raise ConfigError(
+            "--agents runs with --seeds only: drop --sweep, --actor-threads, --devices, --init-from"
+        )
+    made = [
+        agents.make(a["name"], env.spec, **{k: v for k, v in a.items() if k != "name"})
+        for a in cfg["agents"]
+    ]
+    return make_multi_agent_runner(made, env, run_cfg, eval_env)
 
 
 def _actor_learner(cfg, launch, env, eval_env, agent, run_cfg) -> Setup:

@@ -25,9 +25,14 @@ from jaxrl.types import Agent
 def make(agent: Agent, env: Any, config: RunConfig, eval_env: Any = None) -> Runner:
     """The runner for ``env``: the Python loop of ``runners/host.py`` for an env stepped on
     the host (``envs.gymnasium.HostEnv``), the self-play program of ``runners/self_play.py``
-    for a game of several players, else the fused program of ``runners/scan.py``."""
+    for a turn-based game of several players, else the fused program of ``runners/scan.py``
+    (for a simultaneous-move game, with the players' mean return logged: ``envs.marl``)."""
     if isinstance(env, HostEnv):
         factory = make_host_runner
+    elif env.spec.num_players > 1 and not env.spec.turn_based:  # simultaneous moves (MPE)
+        from jaxrl.envs.marl import team_view
+
+        return make_runner(agent, team_view(env), config, team_view(eval_env or env))
     elif env.spec.num_players > 1:
         factory = make_self_play_runner
     else:

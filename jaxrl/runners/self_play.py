@@ -197,6 +197,13 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
             f"--self-play needs a turn-based game of 2+ players (connect_four, tic_tac_toe); "
             f"'{name}' has {players} player(s)"
         )
+    if not self_play and players > 1 and not spec.turn_based:
+        if cfg["agent"]["name"] not in ("maddpg", "ippo"):
+            raise ConfigError(
+                f"'{name}' is a {players}-player simultaneous-move game: train it with "
+                "--agent maddpg or ippo (or the shared layout, without --env.shared false)"
+            )
+        return
     if not self_play and players > 1:
         raise ConfigError(f"'{name}' is a {players}-player game: train it with --self-play")
     if not self_play:

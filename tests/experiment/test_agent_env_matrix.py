@@ -42,9 +42,11 @@ from jaxrl.types import ConfigError, Discrete
 
 CLASSIC = [n for n in envs.available() if envs.group(n) == "classic"]
 TOY_TEXT = [n for n in envs.available() if envs.group(n) == "toy_text"]
-# The refusals of a pair that does not fit: its action space, or (tabular Q-learning)
-# observations that are not one-hot states.
-DOES_NOT_FIT = r"action space|one-hot observations"
+# The refusals of a pair that does not fit: its action space, (tabular Q-learning)
+# observations that are not one-hot states, or (maddpg, ippo) a single player.
+DOES_NOT_FIT = r"action space|one-hot observations|simultaneous-move env of 2\+ players"
+# Where an agent of several players (maddpg, ippo) runs: a simultaneous-move game.
+MULTI_PLAYER = ["mpe:simple_spread"]
 ENVS = CLASSIC + [n for n in envs.available() if envs.group(n) == "minatar"][:1]
 AGENTS = list(agents.available())
 
@@ -144,9 +146,9 @@ CLASSIC_PAIRS = [
     if kind
 ]
 # An agent for other observations than classic control's (tabular Q-learning: one-hot
-# states) runs on the first toy-text env it fits.
+# states) runs on the first toy-text env it fits; one for several players on MPE.
 CLASSIC_PAIRS += [
-    (agent, next(e for e in TOY_TEXT if fits(agent, e)))
+    (agent, next(e for e in TOY_TEXT + MULTI_PLAYER if fits(agent, e)))
     for agent in AGENTS
     if not any(fits(a, e) for a, e in CLASSIC_PAIRS if a == agent)
 ]

@@ -130,3 +130,26 @@ def test_minatar_preset_chosen_for_every_minatar_game(agent):
         assert cfg["preset"] == f"minatar-{agent}", env
         assert cfg["env"] == {"name": env, "backend": "pgx", "num_envs": 4}
         assert cfg["agent"]["buffer_size"] == 100_000
+
+
+def test_agents_list_resolves_and_round_trips(tmp_path):
+    """``--agents`` (independent agents): each agent resolved with its own preset, the
+    ``--agent.KEY`` overrides on every agent, ``agent`` the first; the saved YAML has no
+    aliases and resolves again to the same config."""
+    cfg = config.resolve(
+        agent="rainbow",
+        agent_list=["rainbow", "dqn"],
+        env="connect_four",
+        overrides={"agent.n_step": 1, "agent.gamma": 0.9},
+    )
+    assert [a["name"] for a in cfg["agents"]] == ["rainbow", "dqn"]
+    assert cfg["agent"] == cfg["agents"][0] and cfg["agents"][0]["num_atoms"] == 51
+    assert all(a["n_step"] == 1 and a["gamma"] == 0.9 for a in cfg["agents"])
+    text = config.dump(cfg)
+    assert "&id" not in text and "*id" not in text
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    assert config.resolve(config_file=str(path)) == cfg
+    path.write_text("agents: {name: dqn}\n")
+    with pytest.raises(ConfigError, match="'agents' must be a list"):
+        config.resolve(config_file=str(path))

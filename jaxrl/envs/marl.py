@@ -1,0 +1,201 @@
+"""Cooperative simultaneous-move tasks of the multi-agent particle environments (MPE;
+Lowe et al. 2017, "Multi-Agent Actor-Critic for Mixed Cooperative-Competitive
+Environments") through JaxMARL's JAX port (Rutherford et al. 2023, "JaxMARL: Multi-Agent
+RL Environments and Algorithms in JAX"; optional extra ``jaxrl[marl]``, jaxmarl 0.2.0).
+
+``simple_spread`` (JaxMARL ``MPE_simple_spread_v3``, PettingZoo's ``simple_spread_v3``):
+``P = 3`` agents and 3 landmarks; each agent observes ``float32 [18]`` (its velocity and
+position, the landmarks' and the other agents' relative positions, communication) and
+picks one of 5 discrete moves (no-op, left, right, down, up). The reward of agent ``i``
+is ``local_ratio * r_i + (1 - local_ratio) * R`` with ``R = -sum_l min_j |x_j - l|``
+(every landmark's distance to its nearest agent) and ``r_i = -(collisions of agent i)``;
+``local_ratio = 0.5`` and episodes of ``max_steps = 25`` steps, which end by truncation
+only (PettingZoo's ``max_cycles``; JaxMARL's own episodes run one step longer, 26 steps,
+as its ``done`` compares the step count before the increment).
+
+Two layouts (``make_mpe``):
+
+* ``shared=False``, the multi-player contract of ``jaxrl.types``: ``EnvSpec.num_players ==
+  P``, ``turn_based == False``; obs ``[N, P, 18]``, actions ``[N, P]`` int32, reward
+  ``[N, P]``, ``info["episode_return"]`` ``[N, P]``; for multi-agent learners (MADDPG).
+* ``shared=True`` (the registered ``mpe:simple_spread``): every agent of every game is an
+  env of its own (``num_envs * P`` envs of one player: obs ``[N P, 18]``, actions and
+  rewards ``[N P]``, agent ``i`` of game ``g`` at row ``g P + i``), so any single-agent
+  learner trains one network shared by all agents, as JaxMARL's IPPO does (parameter
+  sharing); its logged return is an agent's episode return.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxrl.types import Array, Discrete, Env, EnvSpec, PRNGKey, TimeStep
+from jaxrl.validation import check_int
+
+SCENARIOS = {"simple_spread": "MPE_simple_spread_v3"}
+
+
+class MPEState(NamedTuple):
+    """``core``: JaxMARL's batched ``State``; ``episode_return`` ``[N, P]`` float32 and
+    ``episode_length`` ``[N]`` int32 of the current episodes so far."""
+
+    core: Any
+    episode_return: Array
+    episode_length: Array
+
+
+def _stack(tree: dict[str, Array], agents: list[str]) -> Array:
+    """``{agent: [N, ...]}`` -> ``[N, P, ...]`` in ``agents`` order."""
+    return jnp.stack([tree[a] for a in agents], axis=1)
+
+
+def _import_jaxmarl() -> Any:
+    """``jaxmarl``, imported on first use (the optional extra) without its side effects on
+    this process: its import prints to stdout, and its Brax module sets ``sys.stdout`` and
+    ``sys.stderr`` back to the process's originals (which would undo any redirection, such
+    as pytest's capture); both are kept as they were."""
+    saved = sys.stdout, sys.stderr, sys.__stdout__
+    sys.stdout = sys.__stdout__ = io.StringIO()  # its Brax module resets to __stdout__
+    try:
+        import jaxmarl
+    finally:
+        sys.stdout, sys.stderr, sys.__stdout__ = saved
+    return jaxmarl
+
+
+def make_mpe(
+    scenario: str,
+    num_envs: int,
+    shared: bool = True,
+    local_ratio: float = 0.5,
+    max_steps: int = 25,
+) -> Env:
+    """The vectorized, auto-resetting MPE ``scenario`` with ``num_envs`` games (module
+    docstring); ``shared`` picks the parameter-sharing layout."""
+    jaxmarl = _import_jaxmarl()
+    num_envs = check_int("num_envs", num_envs)
+    max_steps = check_int("max_steps", max_steps)
+    if not 0.0 <= local_ratio <= 1.0:
+        raise ValueError(f"local_ratio must be in [0, 1], got {local_ratio}")
+    mpe = jaxmarl.make(SCENARIOS[scenario], local_ratio=local_ratio, max_steps=max_steps)
+    agents = list(mpe.agents)
+    P, N = len(agents), num_envs
+    obs_shape = tuple(mpe.observation_space(agents[0]).shape)
+    spec = EnvSpec(
+        name=f"mpe:{scenario}",
+        obs_shape=obs_shape,
+        obs_dtype="float32",
+        action_space=Discrete(int(mpe.action_space(agents[0]).n)),
+        num_envs=N,
+        max_episode_steps=max_steps,
+        num_players=P,
+        turn_based=False,
+    )
+    v_reset, v_step = jax.vmap(mpe.reset), jax.vmap(mpe.step_env)
+
+    def reset(key: PRNGKey) -> tuple[MPEState, TimeStep]:
+        obs, core = v_reset(jax.random.split(key, N))
+        obs = _stack(obs, agents)
+        returns = jnp.zeros((N, P), jnp.float32)
+        lengths = jnp.zeros((N,), jnp.int32)
+        false = jnp.zeros((N,), bool)
+        info = {"final_obs": obs, "episode_return": returns, "episode_length": lengths}
+        return MPEState(core, returns, lengths), TimeStep(obs, returns, false, false, info)
+
+    def step(state: MPEState, action: Array, key: PRNGKey) -> tuple[MPEState, TimeStep]:
+        step_key, reset_key = jax.random.split(key)
+        actions = {a: action[:, i].astype(jnp.int32) for i, a in enumerate(agents)}
+        final_obs, core, reward, dones, _ = v_step(
+            jax.random.split(step_key, N), state.core, actions
+        )
+        final_obs, reward = _stack(final_obs, agents), _stack(reward, agents).astype(jnp.float32)
+        ep_length = state.episode_length + 1
+        truncated = ep_length >= max_steps  # PettingZoo's max_cycles: max_steps steps
+        terminated = dones["__all__"] & ~truncated  # never: JaxMARL ends a step later
+        done = terminated | truncated
+        reset_obs, reset_core = v_reset(jax.random.split(reset_key, N))
+        where = lambda new, old: jnp.where(done.reshape(-1, *([1] * (new.ndim - 1))), new, old)
+        core = jax.tree.map(where, reset_core, core)
+        obs = where(_stack(reset_obs, agents), final_obs)
+        ep_return = state.episode_return + reward
+        info = {
+            "final_obs": final_obs,
+            "episode_return": jnp.where(done[:, None], ep_return, 0.0),
+            "episode_length": jnp.where(done, ep_length, 0),
+        }
+        new_state = MPEState(
+            core, jnp.where(done[:, None], 0.0, ep_return), jnp.where(done, 0, ep_length)
+        )
+        return new_state, TimeStep(obs, reward, terminated, truncated, info)
+
+    env = Env(spec=spec, reset=reset, step=step)
+    return players_as_envs(env) if shared else env
+
+
+def players_as_envs(env: Env) -> Env:
+    """A simultaneous-move ``env`` of ``N`` games and ``P`` players as a single-player env
+    of ``N P`` envs (row ``g P + i``: player ``i`` of game ``g``): one network acts for
+    every player (parameter sharing). ``episode_return`` is each player's own return."""
+    spec = env.spec
+    N, P = spec.num_envs, spec.num_players
+    flat = lambda x: x.reshape(N * P, *x.shape[2:])
+    each = lambda x: jnp.repeat(x, P, axis=0)
+    flat_spec = EnvSpec(
+        name=spec.name,
+        obs_shape=spec.obs_shape,
+        obs_dtype=spec.obs_dtype,
+        action_space=spec.action_space,
+        num_envs=N * P,
+        max_episode_steps=spec.max_episode_steps,
+    )
+
+    def view(ts: TimeStep) -> TimeStep:
+        info = {
+            "final_obs": jax.tree.map(flat, ts.info["final_obs"]),
+            "episode_return": flat(ts.info["episode_return"]),
+            "episode_length": each(ts.info["episode_length"]),
+        }
+        obs = jax.tree.map(flat, ts.obs)
+        return TimeStep(obs, flat(ts.reward), each(ts.terminated), each(ts.truncated), info)
+
+    def reset(key: PRNGKey) -> tuple[Any, TimeStep]:
+        state, ts = env.reset(key)
+        return state, view(ts)
+
+    def step(state: Any, action: Array, key: PRNGKey) -> tuple[Any, TimeStep]:
+        state, ts = env.step(state, action.reshape(N, P, *action.shape[1:]), key)
+        return state, view(ts)
+
+    return Env(spec=flat_spec, reset=reset, step=step, state_is_portable=env.state_is_portable)
+
+
+def team_view(env: Env) -> Env:
+    """A simultaneous-move ``env`` whose ``info["episode_return"]`` is the players' mean
+    return ``[N]`` (an agent's return, as the shared layout logs it), so the single-agent
+    runner (``runners/scan.py``) logs and evaluates it; everything else is unchanged."""
+
+    def view(ts: TimeStep) -> TimeStep:
+        info = {**ts.info, "episode_return": ts.info["episode_return"].mean(axis=-1)}
+        return ts._replace(info=info)
+
+    def reset(key: PRNGKey) -> tuple[Any, TimeStep]:
+        state, ts = env.reset(key)
+        return state, view(ts)
+
+    def step(state: Any, action: Array, key: PRNGKey) -> tuple[Any, TimeStep]:
+        state, ts = env.step(state, action, key)
+        return state, view(ts)
+
+    return env._replace(reset=reset, step=step)
+
+
+def simple_spread(
+    num_envs: int = 1, local_ratio: float = 0.5, max_steps: int = 25, shared: bool = True
+) -> Env:
+    """MPE ``simple_spread`` (JaxMARL ``MPE_simple_spread_v3``; module docstring)."""
+    return make_mpe("simple_spread", num_envs, shared, local_ratio, max_steps)

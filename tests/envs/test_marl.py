@@ -1,0 +1,83 @@
+"""MPE simple_spread through JaxMARL: rewards against a NumPy reference of the MPE
+definition, truncation at 25 steps with the true final observation and the episode's
+return, and the parameter-sharing layout equal to the multi-player one, row for row."""
+
+import jax
+import numpy as np
+import pytest
+
+pytest.importorskip("jaxmarl")
+
+from jaxrl import envs  # noqa: E402
+from jaxrl.envs.marl import simple_spread  # noqa: E402
+
+N, P, STEPS = 2, 3, 26  # one whole episode and the first step of the next
+
+
+def numpy_reward(p_pos, local_ratio=0.5, radius=0.15):
+    """Agent ``i``'s reward ``[P]`` from entity positions ``[2 P, 2]`` (agents first)."""
+    agents, landmarks = p_pos[:P], p_pos[P:]
+    cover = sum(-min(np.linalg.norm(a - lm) for a in agents) for lm in landmarks)
+    rewards = []
+    for i in range(P):
+        hits = sum(np.linalg.norm(agents[i] - agents[j]) < 2 * radius for j in range(P) if j != i)
+        rewards.append(local_ratio * -hits + (1 - local_ratio) * cover)
+    return np.array(rewards)
+
+
+@pytest.fixture(scope="module")
+def episode():
+    raw = simple_spread(N, shared=False)
+    flat = simple_spread(N)
+
+    def run(key):
+        reset_key, key = jax.random.split(key)
+        state, ts = raw.reset(reset_key)
+        fstate, fts = flat.reset(reset_key)
+
+        def body(carry, k):
+            state, fstate = carry
+            act_key, step_key = jax.random.split(k)
+            action = jax.random.randint(act_key, (N, P), 0, 5)
+            state, ts = raw.step(state, action, step_key)
+            fstate, fts = flat.step(fstate, action.reshape(N * P), step_key)
+            return (state, fstate), (ts, fts, state.core.p_pos)
+
+        return jax.lax.scan(body, (state, fstate), jax.random.split(key, STEPS))[1]
+
+    return raw, flat, jax.device_get(jax.jit(run)(jax.random.PRNGKey(0)))
+
+
+def test_spec_and_registry(episode):
+    raw, flat, _ = episode
+    assert (raw.spec.num_players, raw.spec.turn_based, raw.spec.obs_shape) == (P, False, (18,))
+    assert raw.spec.action_space.n == 5 and raw.spec.max_episode_steps == 25
+    assert flat.spec.num_envs == N * P and flat.spec.num_players == 1
+    assert envs.make("mpe:simple_spread", num_envs=4).spec.num_envs == 4 * P
+
+
+def test_rewards_against_numpy(episode):
+    _, _, (ts, _, p_pos) = episode
+    for t in range(24):  # steps before the episode's end, whose state is not reset
+        for g in range(N):
+            np.testing.assert_allclose(ts.reward[t, g], numpy_reward(p_pos[t, g]), rtol=1e-5)
+    assert (ts.reward[:, :, 0] == ts.reward[:, :, 1]).mean() > 0.5  # mostly shared
+
+
+def test_truncation_final_obs_and_return(episode):
+    _, _, (ts, _, _) = episode
+    ends = ts.truncated.any(axis=1)
+    assert ends.tolist() == [t == 24 for t in range(STEPS)] and not ts.terminated.any()
+    np.testing.assert_allclose(ts.info["episode_return"][24], ts.reward[:25].sum(0), rtol=1e-5)
+    assert (ts.info["episode_length"][24] == 25).all()
+    assert not np.allclose(ts.info["final_obs"][24], ts.obs[24])  # the next episode began
+    np.testing.assert_array_equal(ts.info["final_obs"][:24], ts.obs[:24])
+
+
+def test_shared_layout_is_the_players_flattened(episode):
+    _, _, (ts, fts, _) = episode
+    flat = lambda x: x.reshape(STEPS, N * P, *x.shape[3:])
+    np.testing.assert_array_equal(fts.obs, flat(ts.obs))
+    np.testing.assert_array_equal(fts.reward, flat(ts.reward))
+    np.testing.assert_array_equal(fts.info["episode_return"], flat(ts.info["episode_return"]))
+    np.testing.assert_array_equal(fts.truncated, np.repeat(ts.truncated, P, axis=1))
