@@ -44,7 +44,9 @@ def test_exported_and_reimported_buffer_is_identical(tmp_path):
     seeded = agents.make("sac", env.spec, **TINY, demo_file=str(tmp_path / "buffer.npz"),
                          demo_ratio=0.5)  # fmt: skip
     demos = jax.jit(seeded.init)(jax.random.PRNGKey(0)).learner.aux["demos"]
-    stored = jax.tree.map(lambda x: np.asarray(x)[:5].reshape((10, *x.shape[2:])), state.buffer.data)
+    stored = jax.tree.map(
+        lambda x: np.asarray(x)[:5].reshape((10, *x.shape[2:])), state.buffer.data
+    )
     for field in ("obs", "action", "reward", "next_obs", "terminated", "truncated"):
         np.testing.assert_array_equal(getattr(demos, field), getattr(stored, field))
 
