@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl import agents
+from jaxrl import agents, envs
 from jaxrl.agents.amp import (
     Discriminator,
     discriminator_loss,
@@ -155,3 +155,47 @@ def test_bad_options_are_one_line_config_errors(tmp_path):
         with pytest.raises(ConfigError, match=text.replace("[", r"\[").replace("]", r"\]")) as e:
             agents.make("sac", SPEC, **SAC, **options)
         assert "\n" not in str(e.value)
+
+
+def test_dqn_takes_amp_and_demonstrations(tmp_path):
+    """On DQN too: AMP with weight 0 leaves DQN bit-identical; demonstrations (discrete
+    actions) mix in and change what it learns; AMP's metrics are reported."""
+    spec = envs.make("CartPole-v1", num_envs=1).spec
+    rng = np.random.default_rng(0)
+    n = 8
+    demos = Transition(
+        obs=rng.normal(size=(n, 4)).astype(np.float32),
+        action=rng.integers(0, 2, n).astype(np.int32),
+        reward=np.ones(n, np.float32),
+        next_obs=rng.normal(size=(n, 4)).astype(np.float32),
+        terminated=np.zeros(n, bool),
+        truncated=np.zeros(n, bool),
+        extras={},
+    )
+    save_npz(tmp_path / "cartpole.npz", demos)
+    dqn = dict(hidden_sizes=(8,), batch_size=6, buffer_size=64, learning_starts=0)
+    file = str(tmp_path / "cartpole.npz")
+    made = [
+        agents.make("dqn", spec, **dqn),
+        agents.make("dqn", spec, **dqn, amp=True, demo_file=file, style_reward_weight=0.0),
+        agents.make("dqn", spec, **dqn, demo_file=file, demo_ratio=0.5),
+    ]
+    states = [jax.jit(a.init)(jax.random.PRNGKey(0)) for a in made]
+    data = Transition(
+        obs=jnp.asarray(rng.normal(size=(1, 1, 4)), jnp.float32),
+        action=jnp.zeros((1, 1), jnp.int32),
+        reward=jnp.zeros((1, 1), jnp.float32),
+        next_obs=jnp.asarray(rng.normal(size=(1, 1, 4)), jnp.float32),
+        terminated=jnp.zeros((1, 1), bool),
+        truncated=jnp.zeros((1, 1), bool),
+        extras={},
+    )
+    out = [
+        jax.jit(a.update)(s, data, jax.random.PRNGKey(1)) for a, s in zip(made, states, strict=True)
+    ]
+    same = jax.tree.map(np.array_equal, out[0][0].params, out[1][0].params)
+    assert all(jax.tree.leaves(same))
+    assert np.isfinite(float(out[1][1]["amp/loss"])) and float(out[1][1]["amp/reward"]) == 0.0
+    assert not all(
+        jax.tree.leaves(jax.tree.map(np.array_equal, out[0][0].params, out[2][0].params))
+    )
