@@ -51,6 +51,13 @@ Contracts v2 (what every later capability builds on):
 * **Members of a host-backed env.** An env whose state is a handle (ale-py's XLA vector
   env) may be vmapped once: its members step one vector env of ``K x num_envs``
   emulators, split per member (``envs/atari.py``); a second vmap level is refused.
+* **Auxiliary learners and demonstrations.** A learner attached to an agent (AMP's
+  discriminator, later CURL or a VAE prior) is an ``agents.auxiliary.AuxLearner`` of pure
+  functions ``init(key)``, ``update(aux_state, batch, hparams, key)`` and optionally
+  ``reward(aux_state, batch, hparams) -> [B]`` (a term added to a sampled batch's reward
+  before the agent's loss); its state (and read-only demonstrations,
+  ``buffers/demonstrations.py``, mixed into batches) lives in the agent state's ``aux``
+  field, None when nothing is attached, so existing programs stay bit-identical.
 """
 
 from __future__ import annotations

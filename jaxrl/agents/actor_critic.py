@@ -42,6 +42,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from jaxrl.agents import auxiliary as aux_lib
+from jaxrl.agents.attachments import AuxiliaryOptions, make_auxiliary
 from jaxrl.agents.off_policy_parts import (
     exploration_noise,
     init_param_noise,
@@ -64,7 +66,7 @@ Noise = Literal["none", "gaussian", "clipped_gaussian", "uniform", "ou"]
 
 
 @dataclasses.dataclass(frozen=True)
-class OffPolicyConfig(OptimizerOptions):
+class OffPolicyConfig(OptimizerOptions, AuxiliaryOptions):
     """Options shared by SAC, TD3 and DDPG (each agent's ``Config`` subclasses this and
     declares only the defaults it changes and its own options; ranges are inherited).
 
@@ -104,6 +106,8 @@ class OffPolicyConfig(OptimizerOptions):
         name or a torso spec); ``"auto"``: none (the MLP on the flat observation) for
         vectors, ``nature`` / ``minatar`` for images. Each actor and critic owns one.
       feature_dim: the encoder's output width (one dense layer after its convolutions).
+      demo_file, demo_ratio, amp, action_symmetry and their options: demonstrations and
+        auxiliary learners (``agents/attachments.py``); off by default.
     """
 
     hidden_sizes: tuple[int, ...] = option((256, 256), ge=1, min_len=1)
@@ -148,6 +152,7 @@ class LearnerState:
     critic_opt_state: Any
     extra: Any
     updates: jax.Array = shared_field()  # int32 gradient (critic) steps taken
+    aux: Any = None  # auxiliary learners and demonstrations (agents/auxiliary.py), or None
 
 
 @flax.struct.dataclass
@@ -300,6 +305,7 @@ def make_off_policy_agent(
     kind = cfg.exploration_noise
     n = spec.num_envs
     param_noise = getattr(cfg, "param_noise", False)
+    auxiliary = make_auxiliary(spec, cfg, name, lambda a: (a - centre) / half)
 
     def init(key: jax.Array) -> OffPolicyState:
         actor_key, critic_key = jax.random.split(key)
@@ -322,6 +328,7 @@ def make_off_policy_agent(
             tau=cfg.tau,
             reward_scale=cfg.reward_scale,
             **algorithm.hparams,
+            **aux_lib.hparams(auxiliary),
         )
         hparams = {k: jnp.asarray(v, jnp.float32) for k, v in scalars.items()}
         hparams.update({k: jnp.asarray(v) for k, v in noise_params.items()})
@@ -337,6 +344,7 @@ def make_off_policy_agent(
             critic_opt_state=optimizer.init(critic_params),
             extra=algorithm.init_extra(),
             updates=jnp.zeros((), jnp.int32),
+            aux=aux_lib.init(auxiliary, key),
         )
         noise = None
         if param_noise:
@@ -378,7 +386,7 @@ def make_off_policy_agent(
         step = state.step + num_steps * num_envs
         learning = (step >= cfg.learning_starts) & buffer.can_sample(buffer_state)
         k = cfg.updates_per_step * num_steps
-        do_learn = lambda *args: learn(cfg, buffer, algorithm, *args, num_steps=k)
+        do_learn = lambda *args: learn(cfg, buffer, algorithm, *args, num_steps=k, aux=auxiliary)
         hparams = scheduled_lrs(cfg, state.hparams, step)
         if cfg.prioritized:
             beta = linear_schedule(hparams["beta_start"], 1.0, cfg.beta_decay_steps)(step)

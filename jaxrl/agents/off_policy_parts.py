@@ -13,6 +13,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from jaxrl.agents import auxiliary
 from jaxrl.buffers import PriorityParams
 from jaxrl.ops import noise as noise_ops
 from jaxrl.ops import param_noise as pn_ops
@@ -123,11 +124,14 @@ def learn(
     hparams: dict[str, jax.Array],
     key: jax.Array,
     num_steps: int,
+    aux: Any = None,
 ) -> tuple[tuple[Any, Any], dict[str, jax.Array]]:
     """``num_steps`` gradient steps of ``algorithm`` on batches sampled from ``buffer``, in
     one ``lax.scan``. Returns ``((learner, buffer_state or None), metrics)``: the buffer
     state (its priorities updated) with prioritized replay, else None; metrics averaged
-    over the steps. With ``target_update_period`` the algorithm's Polyak steps become
+    over the steps. With ``aux`` (``agents/auxiliary.py``) each batch first goes through
+    ``auxiliary.step`` (the learners' updates, demonstrations, reward terms; their state in
+    ``learner.aux``). With ``target_update_period`` the algorithm's Polyak steps become
     no-ops (``tau`` 0) and the targets are copied every period instead."""
     h = {**hparams, "tau": jnp.zeros((), jnp.float32)} if cfg.target_update_period else hparams
 
@@ -137,7 +141,12 @@ def learn(
         sample_key, step_key = jax.random.split(key)
         sample = buffer.sample(buffer_now, sample_key)
         batch = replay_batch(cfg, sample, buffer.num_items(buffer_now), hparams)
+        aux_metrics = {}
+        if aux is not None:
+            aux_state, batch, aux_metrics = auxiliary.step(aux, learner.aux, batch, h, key)
+            learner = learner.replace(aux=aux_state)
         learner, metrics = algorithm.gradient_step(learner, batch, h, step_key)
+        metrics = {**metrics, **aux_metrics}
         if cfg.prioritized:
             knobs = PriorityParams(hparams["priority_alpha"], hparams["priority_eps"])
             priorities = metrics.pop("td_error")

@@ -35,6 +35,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxrl.agents import auxiliary as aux_lib
+from jaxrl.agents.attachments import AuxiliaryOptions, make_auxiliary
 from jaxrl.agents.optim import (
     OptimizerOptions,
     check_piecewise,
@@ -74,10 +76,12 @@ from jaxrl.validation import option
 
 
 @dataclasses.dataclass(frozen=True)
-class QLearningConfig(OptimizerOptions):
+class QLearningConfig(OptimizerOptions, AuxiliaryOptions):
     """The options of every Q-learning agent, with DQN's defaults (``DQNConfig`` documents
     them; ``RainbowConfig`` overrides its own). Ranges are declared beside each field.
-    The optimizer and learning-rate schedule options are ``agents/optim.py``'s."""
+    The optimizer and learning-rate schedule options are ``agents/optim.py``'s; the
+    demonstration and auxiliary-learner options ``agents/attachments.py``'s (their
+    hyperparameters are constants here, not in ``QHparams``)."""
 
     hidden_sizes: tuple[int, ...] = option((120, 84), gt=0, min_len=1)
     torso: str | TorsoSpec = "auto"
@@ -152,6 +156,7 @@ class QLearningState:
     # With parameter-space noise (DQN's ``param_noise``): the perturbed network that
     # explores, its scale ``sigma`` and the last measured ``distance``; None otherwise.
     param_noise: Any = None
+    aux: Any = None  # auxiliary learners and demonstrations (agents/auxiliary.py), or None
 
 
 class Exploration(NamedTuple):
@@ -195,6 +200,7 @@ class _Parts(NamedTuple):
     explore: Exploration
     prioritization: Prioritization | None
     hparams: type
+    aux: aux_lib.Auxiliary | None = None
 
 
 def _apply(p: _Parts, params, obs, key, deterministic=False, role="online"):
@@ -266,6 +272,7 @@ def _init(p: _Parts, key: jax.Array) -> QLearningState:
         updates=jnp.zeros((), jnp.int32),
         hparams=hparams,
         param_noise=noise,
+        aux=aux_lib.init(p.aux, key),
     )
 
 
@@ -314,12 +321,15 @@ def _gradient_step(p: _Parts, state: QLearningState, carry, key):
     """One minibatch step. ``carry`` holds what changes: params, optimizer state and,
     with prioritized replay only, the buffer (its priorities); a uniform buffer stays in
     ``state`` so that it is not threaded (and copied) through the loop."""
-    params, opt_state, buffer_state = carry
+    params, opt_state, buffer_state, aux_state = carry
     prioritized = p.prioritization is not None
     stochastic = _stochastic(p)
     sample_key, *noise_keys = [key, *_split(p, key, 3)] if stochastic else [key, None, None, None]
     sample = p.buffer.sample(buffer_state if prioritized else state.buffer, sample_key)
     batch = sample.experience
+    aux_metrics = {}
+    if p.aux is not None:
+        aux_state, batch, aux_metrics = _aux_step(p, aux_state, batch, key)
     target = _targets(p, state, params, batch, noise_keys[:2])
     if prioritized:
         decay = p.prioritization.beta_decay_steps
@@ -339,21 +349,36 @@ def _gradient_step(p: _Parts, state: QLearningState, carry, key):
     lr = scheduled_lr(p.cfg, state.hparams.lr, state.step)
     updates = jax.tree.map(lambda u: -lr * u, updates)
     params = optax.apply_updates(params, updates)
-    return (params, opt_state, buffer_state), (loss, q_mean)
+    return (params, opt_state, buffer_state, aux_state), (loss, q_mean, aux_metrics)
+
+
+def _aux_step(p: _Parts, aux_state, batch: Transition, key: jax.Array):
+    """``auxiliary.step`` on the window batch ``[B, n, ...]`` seen as ``B n`` transitions
+    (demonstrations need ``n = 1``); the learners' hyperparameters are constants."""
+    b, n = batch.action.shape[:2]
+    flat = jax.tree.map(lambda x: x.reshape((b * n, *x.shape[2:])), batch)
+    h = {k: jnp.float32(v) for k, v in aux_lib.hparams(p.aux).items()}
+    aux_state, flat, metrics = aux_lib.step(p.aux, aux_state, flat, h, key)
+    return aux_state, jax.tree.map(lambda x: x.reshape((b, n, *x.shape[1:])), flat), metrics
 
 
 def _learn(p: _Parts, state: QLearningState, key: jax.Array):
     keys = jax.random.split(key, p.cfg.updates_per_rollout)
     carried = state.buffer if p.prioritization is not None else None
     step = lambda carry, key: _gradient_step(p, state, carry, key)
-    carry, (loss, q_mean) = jax.lax.scan(step, (state.params, state.opt_state, carried), keys)
-    return (*carry, loss.mean(), q_mean.mean())
+    carry = (state.params, state.opt_state, carried, state.aux)
+    carry, (loss, q_mean, aux_metrics) = jax.lax.scan(step, carry, keys)
+    return (*carry, loss.mean(), q_mean.mean(), jax.tree.map(jnp.nanmean, aux_metrics))
 
 
 def _skip(p: _Parts, state: QLearningState, key: jax.Array):
     nan = jnp.full((), jnp.nan, jnp.float32)
     carried = state.buffer if p.prioritization is not None else None
-    return state.params, state.opt_state, carried, nan, nan
+    aux_metrics = {}
+    if p.aux is not None:
+        shapes = jax.eval_shape(functools.partial(_learn, p), state, key)[-1]
+        aux_metrics = jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes)
+    return state.params, state.opt_state, carried, state.aux, nan, nan, aux_metrics
 
 
 def _update(p: _Parts, state: QLearningState, rollout: Transition, key: jax.Array):
@@ -363,7 +388,8 @@ def _update(p: _Parts, state: QLearningState, rollout: Transition, key: jax.Arra
     state = state.replace(buffer=buffer, step=state.step + env_steps)
     learning = (state.step >= p.cfg.learning_starts) & p.buffer.can_sample(state.buffer)
     learn, skip = functools.partial(_learn, p), functools.partial(_skip, p)
-    params, opt_state, buffer_state, loss, q_mean = jax.lax.cond(learning, learn, skip, state, key)
+    outs = jax.lax.cond(learning, learn, skip, state, key)
+    params, opt_state, buffer_state, aux_state, loss, q_mean, aux_metrics = outs
     # Target update whenever the env-step counter crossed a multiple of the period.
     period = p.cfg.target_update_period
     crossed = (state.step // period) > ((state.step - env_steps) // period)
@@ -374,8 +400,10 @@ def _update(p: _Parts, state: QLearningState, rollout: Transition, key: jax.Arra
         buffer=buffer_state if p.prioritization is not None else state.buffer,
         target_params=soft_update(state.target_params, params, tau),
         updates=state.updates + jnp.where(learning, p.cfg.updates_per_rollout, 0),
+        aux=aux_state,
     )
     metrics = {"loss": loss, "q_mean": q_mean, "epsilon": _epsilon(p, state, True)}
+    metrics.update(aux_metrics)
     if p.explore.param_noise:
         state = _adapt_param_noise(p, state, key)
         noise = state.param_noise
@@ -432,6 +460,7 @@ def make_q_agent(
         explore=exploration,
         prioritization=prioritization,
         hparams=QHparams if prioritization is None else PrioritizedHparams,
+        aux=make_auxiliary(spec, cfg, name),
     )
     return Agent(
         init=functools.partial(_init, parts),
