@@ -1,0 +1,114 @@
+"""Why DQN on CartPole falls back after solving (issue 21, part 2): variants of a preset.
+
+    python benchmarks/cartpole_dqn_collapse.py [--preset cartpole-dqn] [--seeds 8]
+        [--steps N] [--variants NAME ...] [--set LABEL KEY=VALUE ...] [--plot FILE]
+
+Each variant is the preset with a few dotted overrides (``VARIANTS``, or ``--set label
+agent.loss=mse agent.double=true``; values parsed as YAML), run as one vmapped program of
+``--seeds`` members for the preset's budget (``--steps`` cuts it) with no early stop,
+through ``benchmarks/presets.py``'s ``run_preset``. Per variant it prints one table row:
+the IQM of the final greedy returns (20 episodes per member) with its 95% stratified
+bootstrap CI (``jaxrl.stats``), members at or above 475 at the end and at any evaluation,
+the IQM evaluation curve's peak and its end, compile and run seconds, and the load
+average. ``--plot`` draws every variant's IQM evaluation curve (95% bootstrap band) in
+one figure; ``--json`` writes the per-member numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from presets import run_preset  # noqa: E402
+
+from jaxrl import stats  # noqa: E402
+from jaxrl.plot import plot  # noqa: E402
+
+TARGET = 475.0
+
+# The candidates of issue 21 part 2, each a set of overrides of the preset.
+VARIANTS: dict[str, dict] = {
+    "preset": {},
+    "mse": {"agent.loss": "mse"},
+    "mse-no-clip": {"agent.loss": "mse", "agent.max_grad_norm": None},
+    "mse-lr-linear": {
+        "agent.loss": "mse",
+        "agent.lr_schedule": "linear",
+        "agent.lr_decay_steps": 150_000,
+    },
+    "double": {"agent.double": True},
+    "no-clip": {"agent.max_grad_norm": None},
+    "net256": {"agent.hidden_sizes": [256, 256]},
+    "lr-linear": {"agent.lr_schedule": "linear", "agent.lr_decay_steps": 150_000},
+    "buffer10k": {"agent.buffer_size": 10_000},
+    "buffer50k": {"agent.buffer_size": 50_000},
+    "buffer150k": {"agent.buffer_size": 150_000},
+}
+
+HEADER = (
+    "| variant | steps | seeds | final IQM [95% CI] | final >= 475 | ever >= 475 | "
+    "IQM curve: peak (step) -> end | compile s | run s | load |\n"
+    "| --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | --- |"
+)
+
+
+def row(label: str, r: dict) -> str:
+    finals, curves = r["finals"], r["curves"]
+    ci = stats.interval_estimate(finals)
+    curve = np.array([stats.iqm(curves[:, t]) for t in range(curves.shape[1])])
+    peak = int(np.argmax(curve))
+    ever = int(np.sum((curves >= TARGET).any(axis=1)))
+    load = "/".join(f"{x:.1f}" for x in os.getloadavg())
+    return (
+        f"| {label} | {r['cfg']['run']['steps']:,} | {len(finals)} | "
+        f"{float(ci.point):.1f} [{float(ci.lower):.1f}, {float(ci.upper):.1f}] | "
+        f"{int(np.sum(finals >= TARGET))}/{len(finals)} | {ever}/{len(finals)} | "
+        f"{curve[peak]:.0f} ({r['steps'][peak] / 1000:.0f}k) -> {curve[-1]:.0f} | "
+        f"{r['compile']:.0f} | {r['run']:.0f} | {load} |"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="cartpole-dqn")
+    parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--steps", type=int)
+    parser.add_argument("--variants", nargs="*", default=[], choices=sorted(VARIANTS))
+    parser.add_argument("--set", nargs="+", action="append", default=[], metavar="ARG")
+    parser.add_argument("--plot", help="one PNG with every variant's IQM curve")
+    parser.add_argument("--json", help="per-member numbers of every variant")
+    args = parser.parse_args(argv)
+    runs = [(name, VARIANTS[name]) for name in args.variants]
+    for label, *pairs in args.set:
+        runs.append(
+            (label, {k: yaml.safe_load(v) for k, _, v in (p.partition("=") for p in pairs)})
+        )
+    print(HEADER, flush=True)
+    lines, record = [], {}
+    for label, overrides in runs:
+        r = run_preset(args.preset, args.seeds, args.steps, args.seeds, overrides)
+        print(row(label, r), flush=True)
+        lines.append(dict(label=label, step=r["steps"], values=r["curves"], final=r["finals"]))
+        record[label] = dict(
+            overrides=overrides,
+            steps=r["steps"].tolist(),
+            eval_curves=r["curves"].tolist(),
+            finals=r["finals"].tolist(),
+        )
+    if args.plot:
+        plot(lines, "eval_return", args.plot, center="iqm")
+    if args.json:
+        Path(args.json).write_text(json.dumps(record))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
