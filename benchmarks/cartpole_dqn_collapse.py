@@ -10,8 +10,10 @@ through ``benchmarks/presets.py``'s ``run_preset``. Per variant it prints one ta
 the IQM of the final greedy returns (20 episodes per member) with its 95% stratified
 bootstrap CI (``jaxrl.stats``), members at or above 475 at the end and at any evaluation,
 the IQM evaluation curve's peak and its end, compile and run seconds, and the load
-average. ``--plot`` draws every variant's IQM evaluation curve (95% bootstrap band) in
-one figure; ``--json`` writes the per-member numbers.
+average, and how 20 greedy episodes per member of the final policies end (summed over
+members: the cart off the track, the pole fallen, or 500 steps). ``--plot`` draws every
+variant's IQM evaluation curve (95% bootstrap band) in one figure; ``--json`` writes the
+per-member numbers.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import os
 import sys
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import yaml
 
@@ -30,7 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from presets import run_preset  # noqa: E402
 
 from jaxrl import stats  # noqa: E402
+from jaxrl.envs.classic import cartpole_reset, cartpole_step  # noqa: E402
 from jaxrl.plot import plot  # noqa: E402
+from jaxrl.types import member_axes  # noqa: E402
 
 TARGET = 475.0
 
@@ -55,8 +61,8 @@ VARIANTS: dict[str, dict] = {
 
 HEADER = (
     "| variant | steps | seeds | final IQM [95% CI] | final >= 475 | ever >= 475 | "
-    "IQM curve: peak (step) -> end | compile s | run s | load |\n"
-    "| --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | --- |"
+    "IQM curve: peak (step) -> end | compile s | run s | load | greedy ends: cart/pole/500 |\n"
+    "| --- | ---: | ---: | --- | ---: | ---: | --- | ---: | ---: | --- | --- |"
 )
 
 
@@ -74,6 +80,36 @@ def row(label: str, r: dict) -> str:
         f"{curve[peak]:.0f} ({r['steps'][peak] / 1000:.0f}k) -> {curve[-1]:.0f} | "
         f"{r['compile']:.0f} | {r['run']:.0f} | {load} |"
     )
+
+
+def failure_modes(agent, agent_states, episodes: int = 20, length: int = 500) -> np.ndarray:
+    """How the greedy episodes of each member's final policy end: ``[members, 3]`` counts
+    of episodes that ended by the cart leaving the track (``|x| > 2.4``), by the pole
+    falling (``|theta| > 12 deg``), or not at all in ``length`` steps (truncated)."""
+
+    def member(agent_state, key):
+        state, obs = jax.vmap(cartpole_reset)(jax.random.split(key, episodes))
+        carry = agent.init_carry(episodes)
+
+        def step(c, k):
+            state, obs, carry, alive, end = c
+            action, carry, _ = agent.act(agent_state, obs, carry, k, False)
+            nxt, obs, _, term = jax.vmap(cartpole_step)(
+                state, action, jax.random.split(k, episodes)
+            )
+            end = jnp.where((alive & term)[:, None], nxt, end)
+            return (nxt, obs, carry, alive & ~term, end), None
+
+        alive = jnp.ones(episodes, bool)
+        init = (state, obs, carry, alive, jnp.zeros_like(state))
+        (_, _, _, alive, end), _ = jax.lax.scan(step, init, jax.random.split(key, length))
+        cart = ~alive & (jnp.abs(end[:, 0]) > 2.4)
+        return jnp.stack([cart.sum(), (~alive & ~cart).sum(), alive.sum()])
+
+    members = jax.tree.leaves(agent_states.params)[0].shape[0]
+    keys = jax.random.split(jax.random.PRNGKey(12345), members)
+    axes = member_axes(agent_states)
+    return np.asarray(jax.jit(jax.vmap(member, in_axes=(axes, 0)))(agent_states, keys))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,13 +131,18 @@ def main(argv: list[str] | None = None) -> int:
     lines, record = [], {}
     for label, overrides in runs:
         r = run_preset(args.preset, args.seeds, args.steps, args.seeds, overrides)
-        print(row(label, r), flush=True)
+        modes = failure_modes(r["agent"], r["agent_state"]).sum(axis=0)
+        print(
+            row(label, r) + f" {modes[0]}/{modes[1]}/{modes[2]} |",
+            flush=True,
+        )
         lines.append(dict(label=label, step=r["steps"], values=r["curves"], final=r["finals"]))
         record[label] = dict(
             overrides=overrides,
             steps=r["steps"].tolist(),
             eval_curves=r["curves"].tolist(),
             finals=r["finals"].tolist(),
+            failure_modes=modes.tolist(),
         )
     if args.plot:
         plot(lines, "eval_return", args.plot, center="iqm")

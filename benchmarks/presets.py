@@ -123,6 +123,8 @@ def run_preset(
         compile=compile_time,
         run=run_time,
         wall=time.perf_counter() - start,
+        agent=setup.agent,
+        agent_state=state.agent_state,  # the last group's members
     )
 
 
