@@ -40,23 +40,23 @@ from jaxrl.types import member_axes  # noqa: E402
 
 TARGET = 475.0
 
-# The candidates of issue 21 part 2, each a set of overrides of the preset.
+# The candidates of issue 21 part 2, each a set of overrides of the preset. Loss and
+# clipping are named in every variant so that the table reads the same whichever the
+# preset has: "huber-clip" is the preset before issue 21 (SB3's loss and clip), "mse" the
+# preset after it (CleanRL's and PureJaxRL's DQN loss, no clip).
+HUBER_CLIP = {"agent.loss": "huber", "agent.max_grad_norm": 10.0}
+MSE = {"agent.loss": "mse", "agent.max_grad_norm": None}
+LINEAR = {"agent.lr_schedule": "linear", "agent.lr_decay_steps": 150_000}
 VARIANTS: dict[str, dict] = {
-    "preset": {},
-    "mse": {"agent.loss": "mse"},
-    "mse-no-clip": {"agent.loss": "mse", "agent.max_grad_norm": None},
-    "mse-lr-linear": {
-        "agent.loss": "mse",
-        "agent.lr_schedule": "linear",
-        "agent.lr_decay_steps": 150_000,
-    },
-    "double": {"agent.double": True},
-    "no-clip": {"agent.max_grad_norm": None},
-    "net256": {"agent.hidden_sizes": [256, 256]},
-    "lr-linear": {"agent.lr_schedule": "linear", "agent.lr_decay_steps": 150_000},
-    "buffer10k": {"agent.buffer_size": 10_000},
-    "buffer50k": {"agent.buffer_size": 50_000},
-    "buffer150k": {"agent.buffer_size": 150_000},
+    "huber-clip": HUBER_CLIP,
+    "huber-no-clip": {"agent.loss": "huber", "agent.max_grad_norm": None},
+    "mse-clip": {"agent.loss": "mse", "agent.max_grad_norm": 10.0},
+    "mse": MSE,
+    "huber-clip-lr-linear": {**HUBER_CLIP, **LINEAR},
+    "mse-lr-linear": {**MSE, **LINEAR},
+    "huber-clip-double": {**HUBER_CLIP, "agent.double": True},
+    "huber-clip-net256": {**HUBER_CLIP, "agent.hidden_sizes": [256, 256]},
+    "mse-net256": {**MSE, "agent.hidden_sizes": [256, 256]},
 }
 
 HEADER = (
