@@ -4,11 +4,11 @@
         [--steps N] [--variants NAME ...] [--set LABEL KEY=VALUE ...] [--plot FILE]
 
 Each variant is the preset with a few dotted overrides (``VARIANTS``, or ``--set label
-agent.loss=mse agent.double=true``; values parsed as YAML), run as one vmapped program of
-``--seeds`` members for the preset's budget (``--steps`` cuts it) with no early stop,
-through ``benchmarks/presets.py``'s ``run_preset``. Per variant it prints one table row:
-the IQM of the final greedy returns (20 episodes per member) with its 95% stratified
-bootstrap CI (``jaxrl.stats``), members at or above 475 at the end and at any evaluation,
+agent.loss=mse agent.double=true``; values parsed as the CLI's overrides), run as one
+vmapped program of ``--seeds`` members for the preset's budget (``--steps`` cuts it) with
+no early stop, through ``benchmarks/presets.py``'s ``run_preset``. Per variant it prints
+one table row: the IQM of the final greedy returns (20 episodes per member) with its 95%
+stratified bootstrap CI (``jaxrl.stats``), members at or above 475 at the end and at any evaluation,
 the IQM evaluation curve's peak and its end, compile and run seconds, and the load
 average, and how 20 greedy episodes per member of the final policies end (summed over
 members: the cart off the track, the pole fallen, or 500 steps). ``--plot`` draws every
@@ -27,7 +27,6 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -35,6 +34,7 @@ from presets import run_preset  # noqa: E402
 
 from jaxrl import stats  # noqa: E402
 from jaxrl.envs.classic import cartpole_reset, cartpole_step  # noqa: E402
+from jaxrl.experiment.config import parse_override  # noqa: E402
 from jaxrl.plot import plot  # noqa: E402
 from jaxrl.types import member_axes  # noqa: E402
 
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = [(name, VARIANTS[name]) for name in args.variants]
     for label, *pairs in args.set:
         runs.append(
-            (label, {k: yaml.safe_load(v) for k, _, v in (p.partition("=") for p in pairs)})
+            (label, {k: parse_override(v) for k, _, v in (p.partition("=") for p in pairs)})
         )
     print(HEADER, flush=True)
     lines, record = [], {}
