@@ -67,12 +67,13 @@ ANCHORS = {
 }
 
 
-def run_preset(name: str, seeds: int, steps: int | None, group: int) -> dict[str, Any]:
-    """Trains preset ``name`` as ``seeds`` members in groups of ``group``; per-member
-    results and the times."""
-    cfg = resolve(
-        config_file=str(presets()[name]), steps=steps, overrides={"run.stop_return": None}
-    )
+def run_preset(
+    name: str, seeds: int, steps: int | None, group: int, overrides: dict | None = None
+) -> dict[str, Any]:
+    """Trains preset ``name`` (with dotted ``overrides`` such as ``{"agent.loss": "mse"}``)
+    as ``seeds`` members in groups of ``group``; per-member results and the times."""
+    overrides = {"run.stop_return": None, **(overrides or {})}
+    cfg = resolve(config_file=str(presets()[name]), steps=steps, overrides=overrides)
     target = TARGETS.get(cfg["env"]["name"])
     finals, solves, aucs, curves = [], [], [], []
     compile_time = run_time = 0.0
@@ -124,6 +125,8 @@ def run_preset(name: str, seeds: int, steps: int | None, group: int) -> dict[str
         compile=compile_time,
         run=run_time,
         wall=time.perf_counter() - start,
+        agent=setup.agent,
+        agent_state=state.agent_state,  # the last group's members
     )
 
 
