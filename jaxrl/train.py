@@ -104,7 +104,7 @@ def _make_parser() -> _Parser:
         "--checkpoint-every",
         type=int,
         metavar="N",
-        help="save a checkpoint every N env steps (default 0: only at the end)",
+        help="save a checkpoint every N env steps (0: at the end)",
     )
     parser.add_argument("--keep", type=int, metavar="K", help="checkpoints kept (default 3)")
     parser.add_argument(

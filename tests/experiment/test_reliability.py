@@ -296,7 +296,9 @@ def test_a_diverging_run_warns_with_one_line_and_goes_on(tmp_path, capsys):
     """DQN --agent.lr 1e6 on CartPole: losses of 1e12 with no message before this issue;
     now one warning line naming the step; the run still finishes (exit 0)."""
     logdir = tmp_path / "runs"
+    # SB3's Huber loss and norm clip (the preset has neither): finite, growing losses.
     argv = [*TINY, "--steps", "512", "--agent.lr", "1e6", "--logdir", str(logdir)]
+    argv += ["--agent.loss", "huber", "--agent.max_grad_norm", "10"]
     assert main(argv) == 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("warning: loss = "), err
@@ -562,7 +564,7 @@ def test_every_declared_range_is_checked_by_the_one_validation_path(where, cls):
         bad = _outside(spec)
         if bad is None:
             continue
-        value = [bad] if typing.get_origin(tp) is tuple else bad
+        value = [bad] * max(1, spec.min_len) if typing.get_origin(tp) is tuple else bad
         with pytest.raises(ConfigError, match=rf"{name} must be in"):
             build_config(cls, {name: value}, where)
         if spec.min_len:
