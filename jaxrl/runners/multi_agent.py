@@ -32,8 +32,8 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl.runners.matches import make_match, opponents, outcome_rates
-from jaxrl.runners.scan import ChunkLayout, RunConfig, Runner, RunnerState, checkpointing
-from jaxrl.runners.self_play import Pending, Queue, pop, push, stitch
+from jaxrl.runners.scan import ChunkLayout, RunConfig, Runner, RunnerState
+from jaxrl.runners.self_play import Pending, Queue, game_runner, pop, push, stitch
 from jaxrl.types import Agent, ConfigError, Env, PRNGKey, Transition
 
 QUEUE = 32  # transitions each player's queue holds per env
@@ -292,26 +292,4 @@ def make_multi_agent_runner(
         """Player 0's agent against the random opponent: scores ``[eval episodes]``."""
         return matches[0, "random"](agent_states[0], key)
 
-    def run_chunk(state: RunnerState) -> tuple[RunnerState, dict[str, jax.Array]]:
-        state, metrics = jax.lax.scan(iteration, state, None, length=layout.iterations_per_chunk)
-        chunk = state.chunk + 1
-        key, eval_key = jax.random.split(state.key)
-        shapes = jax.eval_shape(evaluate_all, state.agent_state, eval_key)
-        skip = lambda: jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes)
-        rates = skip()
-        if layout.eval_every:
-            rates = jax.lax.cond(
-                layout.evaluates(chunk), lambda: evaluate_all(state.agent_state, eval_key), skip
-            )
-        metrics["step"] = layout.iteration_steps(chunk)
-        last = jnp.full((layout.iterations_per_chunk,), jnp.nan, jnp.float32)
-        metrics.update({k: last.at[-1].set(v) for k, v in rates.items()})
-        return state.replace(key=key, chunk=chunk), metrics
-
-    return Runner(
-        init=init,
-        run_chunk=run_chunk,
-        evaluate=evaluate,
-        layout=layout,
-        **checkpointing(init, env.state_is_portable),
-    )
+    return game_runner(env, init, iteration, evaluate, evaluate_all, layout)

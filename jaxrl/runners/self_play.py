@@ -337,6 +337,21 @@ def make_self_play_runner(
             rates.update(outcome_rates(scores, name))
         return rates
 
+    return game_runner(env, init, iteration, evaluate, evaluate_all, layout)
+
+
+def game_runner(
+    env: Env,
+    init: Any,
+    iteration: Any,
+    evaluate: Any,
+    evaluate_all: Any,
+    layout: ChunkLayout,
+) -> Runner:
+    """The ``Runner`` of a game program (self-play, several agents): a chunk scans
+    ``iteration``, then on evaluation chunks runs ``evaluate_all`` (a dict of rates, NaN on
+    other chunks and iterations) in a ``lax.cond``; checkpoints as the scan runner."""
+
     def run_chunk(state: RunnerState) -> tuple[RunnerState, dict[str, jax.Array]]:
         state, metrics = jax.lax.scan(iteration, state, None, length=layout.iterations_per_chunk)
         chunk = state.chunk + 1
