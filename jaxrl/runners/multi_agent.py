@@ -33,7 +33,16 @@ import jax.numpy as jnp
 
 from jaxrl.runners.matches import make_match, opponents, outcome_rates
 from jaxrl.runners.scan import ChunkLayout, RunConfig, Runner, RunnerState
-from jaxrl.runners.self_play import Pending, Queue, game_runner, pop, push, stitch
+from jaxrl.runners.self_play import (
+    Pending,
+    Queue,
+    empty_pending,
+    game_runner,
+    pop,
+    push,
+    stitch,
+    zeros_of,
+)
 from jaxrl.types import Agent, ConfigError, Env, PRNGKey, Transition
 
 QUEUE = 32  # transitions each player's queue holds per env
@@ -134,21 +143,9 @@ def _empty(env: Env, agents: Sequence[Agent], states: Any, obs: Any, player: jax
     action, _, extras = shapes[0]
     if any(jax.tree.structure(s[::2]) != jax.tree.structure((action, extras)) for s in shapes):
         raise ConfigError("independent agents must return the same act outputs (dqn, rainbow)")
-    zeros = lambda lead: lambda s: jnp.zeros((*lead, *s.shape[1:]), s.dtype)
-    obs_shape = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), obs)
-    per_player = lambda tree: jax.tree.map(zeros((N, P)), tree)
-    pending = Pending(
-        per_player(obs_shape),
-        per_player(action),
-        per_player(extras),
-        jnp.zeros((N, P), jnp.float32),
-        jnp.zeros((N, P), bool),
-    )
-    flag = jax.ShapeDtypeStruct((N,), jnp.dtype(bool))
-    reward = jax.ShapeDtypeStruct((N,), jnp.dtype(jnp.float32))
-    one = Transition(obs_shape, action, reward, obs_shape, flag, flag, extras)
-    queue = Queue(jax.tree.map(zeros((N, QUEUE)), one), jnp.zeros((N,), jnp.int32))
-    last = jax.tree.map(zeros((N,)), one)
+    pending, one = empty_pending(obs, action, extras, N, P)
+    queue = Queue(jax.tree.map(zeros_of((N, QUEUE)), one), jnp.zeros((N,), jnp.int32))
+    last = jax.tree.map(zeros_of((N,)), one)
     return Seats(player, pending, (queue,) * P, (last,) * P)
 
 

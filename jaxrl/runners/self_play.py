@@ -230,8 +230,23 @@ def _empty(env: Env, agent: Agent, agent_state: Any, obs: Any, player: jax.Array
     action, _, extras = jax.eval_shape(
         lambda s, o, c: agent.act(s, o, c, jax.random.PRNGKey(0), True), agent_state, obs, carry
     )
-    zeros = lambda lead: lambda s: jnp.zeros((*lead, *s.shape[1:]), s.dtype)
-    per_player = lambda tree: jax.tree.map(zeros((N, P)), tree)
+    pending, one = empty_pending(obs, action, extras, N, P)
+    items = jax.tree.map(zeros_of((N, P + 1)), one)
+    return Stitch(carry, player, pending, Queue(items, jnp.zeros((N,), jnp.int32)))
+
+
+def zeros_of(lead: tuple[int, ...]):
+    """``s -> zeros(lead + s.shape[1:])``: an array (or shape) with its env axis replaced."""
+    return lambda s: jnp.zeros((*lead, *s.shape[1:]), s.dtype)
+
+
+def empty_pending(
+    obs: Any, action: Any, extras: Any, num_envs: int, num_players: int
+) -> tuple[Pending, Transition]:
+    """Nothing pending for any player (``[N, P, ...]`` zeros), and the shapes of one
+    stitched ``Transition`` of ``[N, ...]`` (obs, act outputs of ``[N, ...]`` leaves)."""
+    N, P = num_envs, num_players
+    per_player = lambda tree: jax.tree.map(zeros_of((N, P)), tree)
     obs_shape = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), obs)
     pending = Pending(
         per_player(obs_shape),
@@ -242,9 +257,7 @@ def _empty(env: Env, agent: Agent, agent_state: Any, obs: Any, player: jax.Array
     )
     flag = jax.ShapeDtypeStruct((N,), jnp.dtype(bool))
     reward = jax.ShapeDtypeStruct((N,), jnp.dtype(jnp.float32))
-    one = Transition(obs_shape, action, reward, obs_shape, flag, flag, extras)
-    items = jax.tree.map(zeros((N, P + 1)), one)
-    return Stitch(carry, player, pending, Queue(items, jnp.zeros((N,), jnp.int32)))
+    return pending, Transition(obs_shape, action, reward, obs_shape, flag, flag, extras)
 
 
 def make_self_play_runner(
