@@ -48,7 +48,7 @@ class VectorEnvState(NamedTuple):
     episode_length: Array
 
 
-def _where(done: Array, new: Any, old: Any) -> Any:
+def where_done(done: Array, new: Any, old: Any) -> Any:
     """``new`` where ``done`` ``[N]`` else ``old`` (pytrees), broadcasting over trailing axes."""
     return jax.tree.map(
         lambda n, o: jnp.where(done.reshape(done.shape + (1,) * (n.ndim - 1)), n, o), new, old
@@ -139,8 +139,8 @@ def make_vector_env(
         done = terminated | truncated
 
         reset_core, reset_obs = v_reset(keys[num_envs:])
-        core = _where(done, reset_core, core)
-        next_obs = _where(done, cast(reset_obs), obs)
+        core = where_done(done, reset_core, core)
+        next_obs = where_done(done, cast(reset_obs), obs)
         info = {
             "final_obs": obs,
             "episode_return": jnp.where(done, ep_return, 0.0),

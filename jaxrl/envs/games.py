@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxrl.envs.core import where_done
 from jaxrl.types import (
     ACTION_MASK,
     OBS,
@@ -79,12 +80,6 @@ class GameEnvState(NamedTuple):
     core: Any
     episode_return: Array
     episode_length: Array
-
-
-def _where(done: Array, new: Any, old: Any) -> Any:
-    return jax.tree.map(
-        lambda n, o: jnp.where(done.reshape(done.shape + (1,) * (n.ndim - 1)), n, o), new, old
-    )
 
 
 def make_game_env(game: Game, num_envs: int) -> Env:
@@ -136,7 +131,7 @@ def make_game_env(game: Game, num_envs: int) -> Env:
         truncated = ~terminated & (core.truncated | (ep_length >= max_len))
         done = terminated | truncated
         final_obs = observe(core)
-        core = _where(done, v_init(keys[num_envs:]), core)
+        core = where_done(done, v_init(keys[num_envs:]), core)
         info = {
             "final_obs": final_obs,
             "episode_return": jnp.where(done[:, None], ep_return, 0.0),
