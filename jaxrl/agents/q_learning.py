@@ -22,6 +22,11 @@ Legal actions: for a dict observation with ``"action_mask"`` (``types.ACTION_MAS
 greedy, epsilon-greedy (uniform among legal actions) and noisy acting pick only legal
 actions, and bootstrap targets select among the legal actions of the bootstrap
 observation. Networks see ``types.main_obs(obs)``.
+
+Auxiliary learners (``agents/auxiliary.py``): AMP-like learners update and add reward terms
+before the loss; a learner with a loss term (CURL, ``agents/curl.py``, given the torso as
+its ``Encoder``) adds the gradient of its term to the agent's before the optimizer step
+and then takes its own step (``after_step``).
 """
 
 from __future__ import annotations
