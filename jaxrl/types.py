@@ -58,6 +58,12 @@ Contracts v2 (what every later capability builds on):
   before the agent's loss); its state (and read-only demonstrations,
   ``buffers/demonstrations.py``, mixed into batches) lives in the agent state's ``aux``
   field, None when nothing is attached, so existing programs stay bit-identical.
+  A learner that must train the agent's own network (CURL's contrastive loss on the
+  agent's torso) adds a *loss term*: ``loss(aux_state, params, batch, hparams, key)``,
+  differentiated by the skeleton's gradient step with respect to the agent's ``params``
+  (that gradient is added to the agent's own before its optimizer step) and the learner's
+  trainable ``aux_state["params"]``, which it applies in ``after_step(aux_state, grads,
+  params, hparams)`` with the agent's new params (e.g. a momentum encoder's EMA).
 """
 
 from __future__ import annotations

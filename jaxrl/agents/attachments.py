@@ -18,6 +18,7 @@ import numpy as np
 
 from jaxrl.agents.amp import make_action_symmetry, make_amp
 from jaxrl.agents.auxiliary import Auxiliary
+from jaxrl.agents.curl import Encoder, make_curl
 from jaxrl.buffers.demonstrations import demo_count, load_npz
 from jaxrl.types import Box, ConfigError, EnvSpec
 from jaxrl.validation import Options, option
@@ -47,6 +48,20 @@ class AuxiliaryOptions(Options):
       right_action_map, left_action_map: action dimensions of the right and the left
         side, pairwise mirrored (same length, each index in ``[0, |A|)``).
       confusion_reward_weight: the confusion reward's weight added to the task reward.
+      curl: attach CURL (Laskin et al. 2020; ``agents/curl.py``): a contrastive loss on
+        random crops of image observations added to the agent's loss, shaping its torso
+        (the Q-learning agents: dqn, rainbow and their kind). Defaults: CURL's reference
+        Rainbow (``aravindsrinivas/curl_rainbow``).
+      curl_pad: the crop's padding, pixels per side (edge pixels repeated, then cropped
+        back at a random offset; 4 for 84x84 Atari frames as the reference, 1 suits
+        MinAtar's 10x10).
+      curl_weight: the contrastive loss's weight in the agent's loss (1; the reference's
+        0.01 for Pong, Boxing, Private Eye and Freeway).
+      curl_tau: the momentum encoder's update fraction per gradient step (0.001: the
+        reference's momentum 0.999; the paper's DMControl SAC 0.05).
+      curl_lr: Adam's learning rate for ``W`` and the projection head (1e-4).
+      curl_hidden, curl_dim: the projection head's widths (256, 128).
+      curl_logit_scale: the InfoNCE logits' scale (0.1 as the reference; the paper: 1).
     """
 
     demo_file: str | None = None
@@ -60,6 +75,14 @@ class AuxiliaryOptions(Options):
     right_action_map: tuple[int, ...] = option((), ge=0)
     left_action_map: tuple[int, ...] = option((), ge=0)
     confusion_reward_weight: float = option(1.0, ge=0)
+    curl: bool = False
+    curl_pad: int = option(4, ge=0)
+    curl_weight: float = option(1.0, ge=0)
+    curl_tau: float = option(0.001, gt=0, le=1)
+    curl_lr: float = option(1e-4, gt=0)
+    curl_hidden: int = option(256, ge=1)
+    curl_dim: int = option(128, ge=1)
+    curl_logit_scale: float = option(0.1, gt=0)
 
 
 def _symmetry(spec: EnvSpec, cfg: Any, name: str):
@@ -77,20 +100,38 @@ def _symmetry(spec: EnvSpec, cfg: Any, name: str):
     )  # fmt: skip
 
 
+def _curl(spec: EnvSpec, cfg: Any, name: str, encoder: Encoder | None):
+    if encoder is None:
+        raise ConfigError(
+            f"agent '{name}': curl attaches to the Q-learning agents (dqn, rainbow, ...) only"
+        )
+    if len(encoder.obs_shape) != 3:
+        raise ConfigError(
+            f"agent '{name}': curl needs image observations [H, W, C], {spec.name} gives "
+            f"{list(encoder.obs_shape)}; set curl false"
+        )
+    return make_curl(
+        encoder, cfg.curl_pad, cfg.curl_hidden, cfg.curl_dim, cfg.curl_logit_scale,
+        cfg.curl_weight, cfg.curl_tau, cfg.curl_lr, getattr(cfg, "adam_eps", 1.5e-4),
+    )  # fmt: skip
+
+
 def make_auxiliary(
     spec: EnvSpec,
     cfg: Any,
     name: str,
     to_stored_action: Callable[[np.ndarray], np.ndarray] | None = None,
+    encoder: Encoder | None = None,
 ) -> Auxiliary | None:
     """The ``Auxiliary`` of ``cfg``'s ``AuxiliaryOptions`` for agent ``name`` on ``spec``,
     or None when nothing is attached (a ``demo_file`` alone is read and checked).
     ``to_stored_action`` maps the file's actions (env units) to the agent's stored ones
-    (the actor-critics' ``[-1, 1]``). ConfigError for a bad demonstration file, a ratio
+    (the actor-critics' ``[-1, 1]``); ``encoder`` is the agent's torso for CURL (the
+    Q-learning skeleton's; None: CURL is refused). ConfigError for a bad demonstration file, a ratio
     without one, AMP without reference data, or a ratio with n-step returns or
     prioritized replay (demonstrations are one-step, uniform)."""
     want_demos = cfg.demo_ratio > 0
-    if not (want_demos or cfg.amp or cfg.action_symmetry or cfg.demo_file):
+    if not (want_demos or cfg.amp or cfg.action_symmetry or cfg.demo_file or cfg.curl):
         return None
     if cfg.demo_file is None and (want_demos or cfg.amp):
         what = f"demo_ratio {cfg.demo_ratio}" if want_demos else "amp"
@@ -120,6 +161,8 @@ def make_auxiliary(
         learners.append(("amp", amp))
     if cfg.action_symmetry:
         learners.append(("symmetry", _symmetry(spec, cfg, name)))
+    if cfg.curl:
+        learners.append(("curl", _curl(spec, cfg, name, encoder)))
     count = demo_count(cfg.demo_ratio, cfg.batch_size)
     if not (learners or count):
         return None  # a checked file that nothing uses

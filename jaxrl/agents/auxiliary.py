@@ -34,6 +34,29 @@ batch's reward. The agent then takes its gradient step on the returned batch. It
 come from ``fold_in(key, AUX_KEY)`` of the step's key, so the agent's own sampling is the
 same with or without auxiliaries: an auxiliary whose reward weight is 0 leaves the
 agent's parameters bit-identical to the plain agent's.
+
+Loss terms on the agent's parameters (CURL)
+-------------------------------------------
+A learner that must shape the agent's own network (CURL's contrastive loss trains the
+agent's encoder) has two more functions, both optional (None for AMP and its kind):
+
+* ``loss(aux_state, params, batch, hparams, key) -> (scalar, metrics)``: a term *added to
+  the agent's loss* inside the skeleton's gradient step, a function of the agent's
+  network parameters ``params`` and of the learner's own trainable parameters, which
+  such a learner keeps at ``aux_state["params"]``. The skeleton differentiates its loss
+  plus every such term with respect to ``(params, {name: aux_state[name]["params"]})``
+  in one ``value_and_grad``: the agent's optimizer (with its gradient clipping) applies
+  the agent's part, so the term's gradient reaches the agent's torso. ``batch`` is the
+  agent's replay batch ``[B, ...]`` (the first transition of each n-step window).
+* ``after_step(aux_state, grads, params, hparams) -> aux_state``: called after the
+  agent's optimizer step with the learner's gradient ``grads`` (of its ``params``) and
+  the agent's *new* parameters: the learner applies its own optimizer and updates
+  anything it derives from the agent (CURL's momentum encoder).
+
+Such a learner's ``init`` takes the agent's initial parameters too: ``init(key, params)``
+(CURL's momentum encoder starts as a copy of the agent's encoder). Its keys come from
+``fold_in(key, AUX_KEY + 1)`` of the step's key. With no loss learner attached (CURL off)
+the skeleton's gradient step is the plain one, so its program is unchanged bit for bit.
 """
 
 from __future__ import annotations
@@ -42,6 +65,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 
 from jaxrl.buffers.demonstrations import mix_batch, sample_demos
 from jaxrl.types import Transition
@@ -56,6 +80,8 @@ class AuxLearner(NamedTuple):
     update: Callable[..., tuple[Any, dict[str, jax.Array]]]
     reward: Callable[..., jax.Array] | None = None
     hparams: dict[str, float] = {}
+    loss: Callable[..., tuple[jax.Array, dict[str, jax.Array]]] | None = None
+    after_step: Callable[..., Any] | None = None
 
 
 class Auxiliary(NamedTuple):
@@ -72,17 +98,63 @@ class Auxiliary(NamedTuple):
     demo_count: int = 0
 
 
-def init(aux: Auxiliary | None, key: jax.Array) -> dict[str, Any] | None:
+def init(aux: Auxiliary | None, key: jax.Array, params: Any = None) -> dict[str, Any] | None:
     """The ``aux`` state field: None without auxiliaries, else ``{"demos": ...,
-    name: learner state, ...}``."""
+    name: learner state, ...}``; ``params``: the agent's initial network parameters, given
+    to the ``init`` of learners with a loss term."""
     if aux is None:
         return None
     state: dict[str, Any] = {}
     if aux.demo_count:
         state["demos"] = jax.tree.map(jax.numpy.asarray, aux.demos)
     for i, (name, learner) in enumerate(aux.learners):
-        state[name] = learner.init(jax.random.fold_in(key, AUX_KEY + i))
+        k = jax.random.fold_in(key, AUX_KEY + i)
+        state[name] = learner.init(k) if learner.loss is None else learner.init(k, params)
     return state
+
+
+def has_loss(aux: Auxiliary | None) -> bool:
+    """Whether a learner of ``aux`` adds a term to the agent's loss (module docstring)."""
+    return aux is not None and any(learner.loss is not None for _, learner in aux.learners)
+
+
+def trainable(aux: Auxiliary, aux_state: dict[str, Any]) -> dict[str, Any]:
+    """``{name: aux_state[name]["params"]}`` of the learners with a loss term."""
+    return {n: aux_state[n]["params"] for n, learner in aux.learners if learner.loss is not None}
+
+
+def loss_terms(
+    aux: Auxiliary,
+    aux_params: dict[str, Any],
+    aux_state: dict[str, Any],
+    params: Any,
+    batch: Transition,
+    h: dict[str, jax.Array],
+    key: jax.Array,
+) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """The sum of the learners' loss terms at agent ``params`` and learner parameters
+    ``aux_params`` (``trainable``'s layout), and their metrics ``<learner>/<metric>``."""
+    key = jax.random.fold_in(key, AUX_KEY + 1)
+    total, metrics = jnp.zeros((), jnp.float32), {}
+    for i, (name, learner) in enumerate(aux.learners):
+        if learner.loss is None:
+            continue
+        state = {**aux_state[name], "params": aux_params[name]}
+        term, m = learner.loss(state, params, batch, h, jax.random.fold_in(key, i))
+        total = total + term
+        metrics.update({f"{name}/{k}": v for k, v in m.items()})
+    return total, metrics
+
+
+def after_step(
+    aux: Auxiliary, aux_state: dict[str, Any], grads: dict[str, Any], params: Any, h
+) -> dict[str, Any]:
+    """Every loss learner's ``after_step`` with its gradient and the agent's new params."""
+    aux_state = dict(aux_state)
+    for name, learner in aux.learners:
+        if learner.loss is not None:
+            aux_state[name] = learner.after_step(aux_state[name], grads[name], params, h)
+    return aux_state
 
 
 def hparams(aux: Auxiliary | None) -> dict[str, float]:

@@ -22,6 +22,11 @@ Legal actions: for a dict observation with ``"action_mask"`` (``types.ACTION_MAS
 greedy, epsilon-greedy (uniform among legal actions) and noisy acting pick only legal
 actions, and bootstrap targets select among the legal actions of the bootstrap
 observation. Networks see ``types.main_obs(obs)``.
+
+Auxiliary learners (``agents/auxiliary.py``): AMP-like learners update and add reward terms
+before the loss; a learner with a loss term (CURL, ``agents/curl.py``, given the torso as
+its ``Encoder``) adds the gradient of its term to the agent's before the optimizer step
+and then takes its own step (``after_step``).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import optax
 
 from jaxrl.agents import auxiliary as aux_lib
 from jaxrl.agents.attachments import AuxiliaryOptions, make_auxiliary
+from jaxrl.agents.curl import Encoder
 from jaxrl.agents.optim import (
     OptimizerOptions,
     check_piecewise,
@@ -272,7 +278,7 @@ def _init(p: _Parts, key: jax.Array) -> QLearningState:
         updates=jnp.zeros((), jnp.int32),
         hparams=hparams,
         param_noise=noise,
-        aux=aux_lib.init(p.aux, key),
+        aux=aux_lib.init(p.aux, key, params),
     )
 
 
@@ -341,6 +347,10 @@ def _gradient_step(p: _Parts, state: QLearningState, carry, key):
     (loss, (priorities, q_mean)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
         params, batch, target, weights, noise_keys[2]
     )
+    if aux_lib.has_loss(p.aux):  # CURL: a loss term on the agent's params (auxiliary.py)
+        term_grads, aux_grads, m = _aux_loss_grads(p, params, aux_state, batch, key)
+        grads = jax.tree.map(jnp.add, grads, term_grads)
+        aux_metrics = {**aux_metrics, **m}
     if prioritized:
         buffer_state = p.buffer.update_priorities(
             buffer_state, sample.indices, priorities, _priority(p, state)
@@ -349,7 +359,29 @@ def _gradient_step(p: _Parts, state: QLearningState, carry, key):
     lr = scheduled_lr(p.cfg, state.hparams.lr, state.step)
     updates = jax.tree.map(lambda u: -lr * u, updates)
     params = optax.apply_updates(params, updates)
+    if aux_lib.has_loss(p.aux):
+        aux_state = aux_lib.after_step(p.aux, aux_state, aux_grads, params, _aux_hparams(p))
     return (params, opt_state, buffer_state, aux_state), (loss, q_mean, aux_metrics)
+
+
+def _aux_hparams(p: _Parts) -> dict[str, jax.Array]:
+    return {k: jnp.float32(v) for k, v in aux_lib.hparams(p.aux).items()}
+
+
+def _aux_loss_grads(p: _Parts, params, aux_state, batch: Transition, key: jax.Array):
+    """The gradients of the learners' loss terms (``auxiliary.loss_terms``, on the first
+    transition of each window) with respect to the agent's params and the learners' own,
+    and their metrics: ``(grads, aux_grads, metrics)``. The agent adds ``grads`` to its
+    own loss's gradient (computed as without learners) before its optimizer step."""
+    first = jax.tree.map(lambda x: x[:, 0], batch)
+    h = _aux_hparams(p)
+
+    def terms(both):
+        return aux_lib.loss_terms(p.aux, both[1], aux_state, both[0], first, h, key)
+
+    both = (params, aux_lib.trainable(p.aux, aux_state))
+    (_, metrics), (grads, aux_grads) = jax.value_and_grad(terms, has_aux=True)(both)
+    return grads, aux_grads, metrics
 
 
 def _aux_step(p: _Parts, aux_state, batch: Transition, key: jax.Array):
@@ -357,8 +389,7 @@ def _aux_step(p: _Parts, aux_state, batch: Transition, key: jax.Array):
     (demonstrations need ``n = 1``); the learners' hyperparameters are constants."""
     b, n = batch.action.shape[:2]
     flat = jax.tree.map(lambda x: x.reshape((b * n, *x.shape[2:])), batch)
-    h = {k: jnp.float32(v) for k, v in aux_lib.hparams(p.aux).items()}
-    aux_state, flat, metrics = aux_lib.step(p.aux, aux_state, flat, h, key)
+    aux_state, flat, metrics = aux_lib.step(p.aux, aux_state, flat, _aux_hparams(p), key)
     return aux_state, jax.tree.map(lambda x: x.reshape((b, n, *x.shape[1:])), flat), metrics
 
 
@@ -432,6 +463,16 @@ def _adapt_param_noise(p: _Parts, state: QLearningState, key: jax.Array) -> QLea
     return state.replace(param_noise={"params": noisy, "sigma": sigma, "distance": distance})
 
 
+def _encoder(spec: EnvSpec, network: QNetwork) -> Encoder:
+    """The torso of ``network`` as CURL's ``Encoder`` (its params: ``["params"]["torso"]``)."""
+    return Encoder(
+        params=lambda params: {"params": params["params"]["torso"]},
+        apply=lambda enc, obs: network.torso.apply(enc, obs),
+        obs_shape=tuple(spec.obs_shape),
+        obs_dtype=spec.obs_dtype,
+    )
+
+
 def make_q_agent(
     spec: EnvSpec,
     cfg: QLearningConfig,
@@ -450,17 +491,18 @@ def make_q_agent(
             f"one {spec.action_space}; use a discrete-action env such as CartPole-v1"
         )
     clip = [optax.clip_by_global_norm(cfg.max_grad_norm)] if cfg.max_grad_norm else []
+    network = make_network(spec, cfg, head, exploration)
     parts = _Parts(
         spec=spec,
         cfg=cfg,
         head=head,
         buffer=buffer,
-        network=make_network(spec, cfg, head, exploration),
+        network=network,
         optimizer=optax.chain(*clip, scale_transform(cfg, cfg.adam_eps)),
         explore=exploration,
         prioritization=prioritization,
         hparams=QHparams if prioritization is None else PrioritizedHparams,
-        aux=make_auxiliary(spec, cfg, name),
+        aux=make_auxiliary(spec, cfg, name, encoder=_encoder(spec, network)),
     )
     return Agent(
         init=functools.partial(_init, parts),
