@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from jaxrl.agents.amp import make_action_symmetry, make_amp
-from jaxrl.agents.auxiliary import Auxiliary
-from jaxrl.agents.curl import Encoder, make_curl
+from jaxrl.agents.auxiliary import Auxiliary, Encoder
+from jaxrl.agents.curl import make_curl
 from jaxrl.buffers.demonstrations import demo_count, load_npz
 from jaxrl.types import Box, ConfigError, EnvSpec
 from jaxrl.validation import Options, option

@@ -84,6 +84,20 @@ class AuxLearner(NamedTuple):
     after_step: Callable[..., Any] | None = None
 
 
+class Encoder(NamedTuple):
+    """The agent's encoder, as the skeleton that attaches CURL exposes it.
+
+    params: the agent's network parameters -> the encoder's (a sub-tree).
+    apply: ``(encoder params, obs [B, H, W, C]) -> [B, F]`` float32 features.
+    obs_shape, obs_dtype: one observation's (the main array's) shape and dtype.
+    """
+
+    params: Callable[[Any], Any]
+    apply: Callable[[Any, jax.Array], jax.Array]
+    obs_shape: tuple[int, ...]
+    obs_dtype: Any
+
+
 class Auxiliary(NamedTuple):
     """What is attached to one agent.
 
@@ -147,10 +161,11 @@ def loss_terms(
 
 
 def after_step(
-    aux: Auxiliary, aux_state: dict[str, Any], grads: dict[str, Any], params: Any, h
+    aux: Auxiliary, aux_state: dict[str, Any], grads: dict[str, Any], params: Any
 ) -> dict[str, Any]:
-    """Every loss learner's ``after_step`` with its gradient and the agent's new params."""
-    aux_state = dict(aux_state)
+    """Every loss learner's ``after_step`` with its gradient (``loss_grads``'s
+    ``aux_grads``) and the agent's new params; the hyperparameters are ``constants``."""
+    h, aux_state = constants(aux), dict(aux_state)
     for name, learner in aux.learners:
         if learner.loss is not None:
             aux_state[name] = learner.after_step(aux_state[name], grads[name], params, h)
@@ -189,3 +204,38 @@ def step(
             metrics[f"{name}/reward"] = term.mean()
             reward = reward + term
     return aux_state, batch._replace(reward=reward), metrics
+
+
+def constants(aux: Auxiliary | None) -> dict[str, jax.Array]:
+    """``hparams(aux)`` as float32 scalars, for a skeleton that keeps them constant."""
+    return {k: jnp.float32(v) for k, v in hparams(aux).items()}
+
+
+def step_windows(
+    aux: Auxiliary, aux_state: dict[str, Any], batch: Transition, key: jax.Array
+) -> tuple[dict[str, Any], Transition, dict[str, jax.Array]]:
+    """``step`` on a window batch ``[B, n, ...]`` seen as ``B n`` transitions
+    (demonstrations need ``n = 1``), with the learners' hyperparameters ``constants``."""
+    b, n = batch.action.shape[:2]
+    flat = jax.tree.map(lambda x: x.reshape((b * n, *x.shape[2:])), batch)
+    aux_state, flat, metrics = step(aux, aux_state, flat, constants(aux), key)
+    return aux_state, jax.tree.map(lambda x: x.reshape((b, n, *x.shape[1:])), flat), metrics
+
+
+def loss_grads(
+    aux: Auxiliary, params: Any, aux_state: dict[str, Any], batch: Transition, key: jax.Array
+) -> tuple[Any, dict[str, Any], dict[str, jax.Array]]:
+    """``(grads, aux_grads, metrics)``: the gradients of the learners' loss terms
+    (``loss_terms`` on the first transition of each window of ``batch [B, n, ...]``) with
+    respect to the agent's ``params`` and the learners' own (``trainable``), and their
+    metrics. The agent adds ``grads`` to its own loss's gradient (computed as without
+    learners) before its optimizer step, then calls ``after_step`` with ``aux_grads``."""
+    first = jax.tree.map(lambda x: x[:, 0], batch)
+    h = constants(aux)
+
+    def terms(both):
+        return loss_terms(aux, both[1], aux_state, both[0], first, h, key)
+
+    both = (params, trainable(aux, aux_state))
+    (_, metrics), (grads, aux_grads) = jax.value_and_grad(terms, has_aux=True)(both)
+    return grads, aux_grads, metrics

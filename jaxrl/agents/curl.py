@@ -28,32 +28,17 @@ head have their own Adam (the reference has one Adam over all, clipped together)
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl.agents.auxiliary import AuxLearner
+from jaxrl.agents.auxiliary import AuxLearner, Encoder
 from jaxrl.ops.contrastive import info_nce_loss, random_crop
 from jaxrl.ops.targets import soft_update
 from jaxrl.types import Transition, main_obs
-
-
-class Encoder(NamedTuple):
-    """The agent's encoder, as the skeleton that attaches CURL exposes it.
-
-    params: the agent's network parameters -> the encoder's (a sub-tree).
-    apply: ``(encoder params, obs [B, H, W, C]) -> [B, F]`` float32 features.
-    obs_shape, obs_dtype: one observation's (the main array's) shape and dtype.
-    """
-
-    params: Callable[[Any], Any]
-    apply: Callable[[Any, jax.Array], jax.Array]
-    obs_shape: tuple[int, ...]
-    obs_dtype: Any
 
 
 class Projection(nn.Module):

@@ -42,7 +42,6 @@ import optax
 
 from jaxrl.agents import auxiliary as aux_lib
 from jaxrl.agents.attachments import AuxiliaryOptions, make_auxiliary
-from jaxrl.agents.curl import Encoder
 from jaxrl.agents.optim import (
     OptimizerOptions,
     check_piecewise,
@@ -335,7 +334,7 @@ def _gradient_step(p: _Parts, state: QLearningState, carry, key):
     batch = sample.experience
     aux_metrics = {}
     if p.aux is not None:
-        aux_state, batch, aux_metrics = _aux_step(p, aux_state, batch, key)
+        aux_state, batch, aux_metrics = aux_lib.step_windows(p.aux, aux_state, batch, key)
     target = _targets(p, state, params, batch, noise_keys[:2])
     if prioritized:
         decay = p.prioritization.beta_decay_steps
@@ -348,7 +347,7 @@ def _gradient_step(p: _Parts, state: QLearningState, carry, key):
         params, batch, target, weights, noise_keys[2]
     )
     if aux_lib.has_loss(p.aux):  # CURL: a loss term on the agent's params (auxiliary.py)
-        term_grads, aux_grads, m = _aux_loss_grads(p, params, aux_state, batch, key)
+        term_grads, aux_grads, m = aux_lib.loss_grads(p.aux, params, aux_state, batch, key)
         grads = jax.tree.map(jnp.add, grads, term_grads)
         aux_metrics = {**aux_metrics, **m}
     if prioritized:
@@ -360,37 +359,8 @@ def _gradient_step(p: _Parts, state: QLearningState, carry, key):
     updates = jax.tree.map(lambda u: -lr * u, updates)
     params = optax.apply_updates(params, updates)
     if aux_lib.has_loss(p.aux):
-        aux_state = aux_lib.after_step(p.aux, aux_state, aux_grads, params, _aux_hparams(p))
+        aux_state = aux_lib.after_step(p.aux, aux_state, aux_grads, params)
     return (params, opt_state, buffer_state, aux_state), (loss, q_mean, aux_metrics)
-
-
-def _aux_hparams(p: _Parts) -> dict[str, jax.Array]:
-    return {k: jnp.float32(v) for k, v in aux_lib.hparams(p.aux).items()}
-
-
-def _aux_loss_grads(p: _Parts, params, aux_state, batch: Transition, key: jax.Array):
-    """The gradients of the learners' loss terms (``auxiliary.loss_terms``, on the first
-    transition of each window) with respect to the agent's params and the learners' own,
-    and their metrics: ``(grads, aux_grads, metrics)``. The agent adds ``grads`` to its
-    own loss's gradient (computed as without learners) before its optimizer step."""
-    first = jax.tree.map(lambda x: x[:, 0], batch)
-    h = _aux_hparams(p)
-
-    def terms(both):
-        return aux_lib.loss_terms(p.aux, both[1], aux_state, both[0], first, h, key)
-
-    both = (params, aux_lib.trainable(p.aux, aux_state))
-    (_, metrics), (grads, aux_grads) = jax.value_and_grad(terms, has_aux=True)(both)
-    return grads, aux_grads, metrics
-
-
-def _aux_step(p: _Parts, aux_state, batch: Transition, key: jax.Array):
-    """``auxiliary.step`` on the window batch ``[B, n, ...]`` seen as ``B n`` transitions
-    (demonstrations need ``n = 1``); the learners' hyperparameters are constants."""
-    b, n = batch.action.shape[:2]
-    flat = jax.tree.map(lambda x: x.reshape((b * n, *x.shape[2:])), batch)
-    aux_state, flat, metrics = aux_lib.step(p.aux, aux_state, flat, _aux_hparams(p), key)
-    return aux_state, jax.tree.map(lambda x: x.reshape((b, n, *x.shape[1:])), flat), metrics
 
 
 def _learn(p: _Parts, state: QLearningState, key: jax.Array):
@@ -463,9 +433,9 @@ def _adapt_param_noise(p: _Parts, state: QLearningState, key: jax.Array) -> QLea
     return state.replace(param_noise={"params": noisy, "sigma": sigma, "distance": distance})
 
 
-def _encoder(spec: EnvSpec, network: QNetwork) -> Encoder:
+def _encoder(spec: EnvSpec, network: QNetwork) -> aux_lib.Encoder:
     """The torso of ``network`` as CURL's ``Encoder`` (its params: ``["params"]["torso"]``)."""
-    return Encoder(
+    return aux_lib.Encoder(
         params=lambda params: {"params": params["params"]["torso"]},
         apply=lambda enc, obs: network.torso.apply(enc, obs),
         obs_shape=tuple(spec.obs_shape),

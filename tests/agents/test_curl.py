@@ -12,7 +12,8 @@ import pytest
 
 from jaxrl import agents, envs
 from jaxrl.agents import auxiliary as aux_lib
-from jaxrl.agents.curl import Encoder, make_curl
+from jaxrl.agents.auxiliary import Encoder
+from jaxrl.agents.curl import make_curl
 from jaxrl.types import ConfigError, Discrete, EnvSpec, Transition
 
 SMALL = {"curl_hidden": 16, "curl_dim": 8, "curl_pad": 1}
