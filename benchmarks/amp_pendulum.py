@@ -40,6 +40,20 @@ def newest_run(logdir: Path) -> Path:
     return max((p for p in logdir.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
 
 
+def make_reference(work: Path, steps: int, seed: int, last: int) -> str:
+    """Steps 1-2 of the module docstring: trains SAC on Pendulum for ``steps`` env steps
+    (seed ``seed``) and exports its newest ``last`` transitions; returns the ``.npz`` path
+    (also used by ``benchmarks/vae_prior_pendulum.py``)."""
+    py = [sys.executable, "-m"]
+    ref_logdir = work / "reference"
+    run([*py, "jaxrl.train", "--agent", "sac", "--env", "Pendulum", "--steps", str(steps),
+         "--seed", str(seed), "--logdir", str(ref_logdir), "--log", ""])  # fmt: skip
+    reference = str(work / "reference.npz")
+    run([*py, "jaxrl.export_buffer", str(newest_run(ref_logdir)), reference, "--last",
+         str(last)])  # fmt: skip
+    return reference
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", default="/tmp/amp_pendulum")
@@ -56,15 +70,9 @@ def main() -> None:
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     py = [sys.executable, "-m"]
-    reference = args.reference
-    if reference is None:
-        ref_logdir = work / "reference"
-        run([*py, "jaxrl.train", "--agent", "sac", "--env", "Pendulum", "--steps",
-             str(args.reference_steps), "--seed", str(args.reference_seed), "--logdir",
-             str(ref_logdir), "--log", ""])  # fmt: skip
-        reference = str(work / "reference.npz")
-        run([*py, "jaxrl.export_buffer", str(newest_run(ref_logdir)), reference, "--last",
-             str(args.reference_last)])  # fmt: skip
+    reference = args.reference or make_reference(
+        work, args.reference_steps, args.reference_seed, args.reference_last
+    )
     logdir = work / "compare"
     wall = run([*py, "jaxrl.train", "--agent", "sac", "--env", "Pendulum", "--steps",
                 str(args.steps), "--seeds", str(args.seeds), "--sweep",
@@ -75,12 +83,16 @@ def main() -> None:
     table(rows, args.threshold, wall)
 
 
-def table(rows: list[dict], threshold: float, wall: float) -> None:
+def table(
+    rows: list[dict], threshold: float, wall: float, key: str = "agent.style_reward_weight"
+) -> None:
+    """Per member and per value of the swept ``key``: first step >= threshold, finals."""
     members: dict[tuple, list[dict]] = {}
+    name = key.split(".")[-1]
     for row in rows:
-        members.setdefault((row["agent.style_reward_weight"], row["seed"]), []).append(row)
+        members.setdefault((row[key], row["seed"]), []).append(row)
     print(f"\nrun wall time {wall:.0f} s (compile included)\n")
-    print(f"| style_reward_weight | seed | first eval >= {threshold:g} | final eval | best eval |")
+    print(f"| {name} | seed | first eval >= {threshold:g} | final eval | best eval |")
     print("| ---: | ---: | ---: | ---: | ---: |")
     by_weight: dict[float, list[tuple[float, float]]] = {}
     for (weight, seed), rs in sorted(members.items()):
@@ -90,7 +102,7 @@ def table(rows: list[dict], threshold: float, wall: float) -> None:
         by_weight.setdefault(weight, []).append((np.inf if first is None else first, final))
         shown = "never" if first is None else f"{first:,}"
         print(f"| {weight:g} | {seed} | {shown} | {final:.1f} | {best:.1f} |")
-    print(f"\n| style_reward_weight | mean first step >= {threshold:g} | reached | IQM final |")
+    print(f"\n| {name} | mean first step >= {threshold:g} | reached | IQM final |")
     print("| ---: | ---: | ---: | ---: |")
     for weight, pairs in sorted(by_weight.items()):
         firsts = np.array([f for f, _ in pairs])

@@ -9,7 +9,7 @@ import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-NAMES = ["quickstart", "compose", "sweeps", "checkpoints", "mbpo", "amp"]
+NAMES = ["quickstart", "compose", "sweeps", "checkpoints", "mbpo", "amp", "vae_prior"]
 
 
 def test_every_notebook_is_tested():

@@ -44,6 +44,7 @@ import optax
 
 from jaxrl.agents import auxiliary as aux_lib
 from jaxrl.agents.attachments import AuxiliaryOptions, make_auxiliary
+from jaxrl.agents.latent_prior import LatentPriorOptions
 from jaxrl.agents.off_policy_parts import (
     exploration_noise,
     init_param_noise,
@@ -66,7 +67,7 @@ Noise = Literal["none", "gaussian", "clipped_gaussian", "uniform", "ou"]
 
 
 @dataclasses.dataclass(frozen=True)
-class OffPolicyConfig(OptimizerOptions, AuxiliaryOptions):
+class OffPolicyConfig(OptimizerOptions, AuxiliaryOptions, LatentPriorOptions):
     """Options shared by SAC, TD3 and DDPG (each agent's ``Config`` subclasses this and
     declares only the defaults it changes and its own options; ranges are inherited).
 
@@ -108,6 +109,8 @@ class OffPolicyConfig(OptimizerOptions, AuxiliaryOptions):
       feature_dim: the encoder's output width (one dense layer after its convolutions).
       demo_file, demo_ratio, amp, action_symmetry and their options: demonstrations and
         auxiliary learners (``agents/attachments.py``); off by default.
+      latent_prior and its options: act through a VAE action prior trained on
+        ``demo_file`` (``agents/latent_prior.py``); off by default.
     """
 
     hidden_sizes: tuple[int, ...] = option((256, 256), ge=1, min_len=1)
@@ -293,9 +296,15 @@ def critic_regression(
 
 
 def make_off_policy_agent(
-    spec: EnvSpec, cfg: OffPolicyConfig, algorithm: Algorithm, name: str
+    spec: EnvSpec,
+    cfg: OffPolicyConfig,
+    algorithm: Algorithm,
+    name: str,
+    learners: tuple[tuple[str, aux_lib.AuxLearner], ...] = (),
 ) -> Agent:
-    """Builds ``Agent(init, act, update)`` around ``algorithm`` (module docstring)."""
+    """Builds ``Agent(init, act, update)`` around ``algorithm`` (module docstring);
+    ``learners`` are auxiliary learners attached besides those of ``cfg`` (the VAE prior's,
+    ``agents/latent_prior.py``)."""
     low, high = action_box(spec, name)
     action_dim = low.shape[0]
     centre, half = (high + low) / 2, (high - low) / 2
@@ -306,6 +315,9 @@ def make_off_policy_agent(
     n = spec.num_envs
     param_noise = getattr(cfg, "param_noise", False)
     auxiliary = make_auxiliary(spec, cfg, name, lambda a: (a - centre) / half)
+    if learners:
+        base = auxiliary or aux_lib.Auxiliary()
+        auxiliary = base._replace(learners=(*base.learners, *learners))
 
     def init(key: jax.Array) -> OffPolicyState:
         actor_key, critic_key = jax.random.split(key)

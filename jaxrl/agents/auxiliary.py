@@ -1,8 +1,9 @@
 """The one mechanism by which auxiliary learners and demonstrations attach to an agent.
 
-An auxiliary learner (AMP's discriminator, an action-symmetry discriminator; later a CURL
-encoder or a VAE action prior) is an ``AuxLearner``: pure functions over its own state
-pytree (its parameters, its optimizer state, reference data), in the way the agent is.
+An auxiliary learner (AMP's discriminator, an action-symmetry discriminator, the VAE
+action prior of ``agents/latent_prior.py``; later a CURL encoder) is an ``AuxLearner``:
+pure functions over its own state pytree (its parameters, its optimizer state, reference
+data), in the way the agent is.
 An ``Auxiliary`` bundles the learners an agent was configured with and, optionally, a
 read-only demonstration buffer (``buffers/demonstrations.py``). The agent keeps one
 field for it, ``aux`` (``LearnerState.aux`` in the off-policy actor-critic skeleton,

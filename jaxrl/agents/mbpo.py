@@ -153,6 +153,8 @@ def check_config(spec: EnvSpec, cfg: MBPOConfig, name: str) -> Callable:
         )
     if cfg.n_step != 1 or cfg.prioritized:
         raise ConfigError(f"agent '{name}' needs n_step 1 and prioritized false (model data)")
+    if cfg.latent_prior:
+        raise ConfigError(f"agent '{name}' does not take latent_prior (use sac, td3 or ddpg)")
     if len(spec.obs_shape) != 1 or spec.obs_extras:
         raise ConfigError(f"agent '{name}' needs flat vector observations, got {spec.obs_shape}")
     if cfg.termination == "never":

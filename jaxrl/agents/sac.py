@@ -51,6 +51,7 @@ from jaxrl.agents.actor_critic import (
     optimizer_step,
     td_target,
 )
+from jaxrl.agents.latent_prior import with_latent_prior
 from jaxrl.networks.continuous import SquashedGaussianActor
 from jaxrl.ops.squashed_gaussian import squashed_gaussian_sample
 from jaxrl.ops.targets import soft_update
@@ -88,8 +89,13 @@ class SACConfig(OffPolicyConfig):
 
 
 def make_agent(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Agent:
-    """Builds a SAC agent for ``spec`` from a validated config."""
-    return make_off_policy_agent(spec, cfg, sac_algorithm(spec, cfg, name), name)
+    """Builds a SAC agent for ``spec`` from a validated config (with ``latent_prior``,
+    acting through a VAE action prior: ``agents/latent_prior.py``)."""
+
+    def build(spec, cfg, learners):
+        return make_off_policy_agent(spec, cfg, sac_algorithm(spec, cfg, name), name, learners)
+
+    return with_latent_prior(spec, cfg, name, build)
 
 
 def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm:

@@ -45,6 +45,7 @@ from jaxrl.agents.actor_critic import (
     optimizer_step,
     td_target,
 )
+from jaxrl.agents.latent_prior import with_latent_prior
 from jaxrl.networks.continuous import DeterministicActor
 from jaxrl.ops.noise import clipped_gaussian_noise
 from jaxrl.ops.targets import soft_update
@@ -117,7 +118,13 @@ class DDPGConfig(TD3Config):
 
 
 def make_agent(spec: EnvSpec, cfg: TD3Config, name: str = "td3") -> Agent:
-    """Builds a TD3 (or, with DDPG's config, DDPG) agent for ``spec``."""
+    """Builds a TD3 (or, with DDPG's config, DDPG) agent for ``spec`` (with
+    ``latent_prior``, acting through a VAE action prior: ``agents/latent_prior.py``)."""
+    return with_latent_prior(spec, cfg, name, lambda s, c, extra: _build(s, c, name, extra))
+
+
+def _build(spec: EnvSpec, cfg: TD3Config, name: str, learners: tuple = ()) -> Agent:
+    """The skeleton agent with TD3's algorithm and the extra auxiliary ``learners``."""
     action_dim = action_box(spec, name)[0].shape[0]
     actor = DeterministicActor(
         action_dim, cfg.hidden_sizes, obs_ndim=len(spec.obs_shape), encoder=make_encoder(cfg, spec)
@@ -197,7 +204,7 @@ def make_agent(spec: EnvSpec, cfg: TD3Config, name: str = "td3") -> Agent:
         target_actor=True,
         hparams={"policy_noise": cfg.policy_noise, "noise_clip": cfg.noise_clip},
     )
-    return make_off_policy_agent(spec, cfg, algorithm, name)
+    return make_off_policy_agent(spec, cfg, algorithm, name, learners)
 
 
 def make_td3(spec: EnvSpec, **overrides: Any) -> Agent:
