@@ -194,8 +194,8 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
     players = getattr(spec, "num_players", 1)
     if self_play and (players < 2 or not spec.turn_based):
         raise ConfigError(
-            f"--self-play needs a turn-based game of 2+ players (connect_four, tic_tac_toe, hanabi); "
-            f"'{name}' has {players} player(s)"
+            "--self-play needs a turn-based game of 2+ players (connect_four, tic_tac_toe, "
+            f"hanabi); '{name}' has {players} player(s)"
         )
     if not self_play and players > 1 and not spec.turn_based:
         if cfg["agent"]["name"] not in ("maddpg", "ippo"):
