@@ -11,8 +11,10 @@ half of them):
     nice -n 10 python benchmarks/self_play.py learn --game connect_four --agent rainbow
     nice -n 10 python benchmarks/self_play.py learn --game tic_tac_toe --agent dqn
 
-Speed: env steps/s of the fused self-play rollout (the untrained preset agent acting for
-both players, transitions stitched, no update) and of the whole training program:
+Speed: env steps/s of the self-play rollout (the untrained preset agent acting for both
+players, transitions stitched, no update) and of the whole training program, on pgx's game
+in the fused program and on PettingZoo's (``pz:connect_four_v3``, stepped on the host
+through ``io_callback``) in the same program, compile and run time apart, one table:
 
     nice -n 10 python benchmarks/self_play.py speed --game connect_four --agent rainbow
 """
@@ -107,37 +109,53 @@ def pettingzoo_sps(game: str, steps: int) -> float:
     return steps / (time.perf_counter() - start)
 
 
+PETTINGZOO = {"connect_four": "pz:connect_four_v3", "tic_tac_toe": "pz:classic.tictactoe_v3"}
+
+
+def time_chunk(agent, env, cfg: dict, steps: int) -> tuple[float, float, int]:
+    """``(compile s, run s, env steps)`` of one chunk of ``steps`` env steps of the fused
+    self-play program of ``agent`` on ``env``, timed after a warm-up chunk."""
+    run = RunConfig(**{**cfg["run"], "steps": steps, "log_every": steps, "eval_every": 0})
+    runner = make_self_play_runner(agent, env, run)
+    start = time.perf_counter()
+    state = jax.jit(runner.init)(jax.random.PRNGKey(0))
+    run_chunk = jax.jit(runner.run_chunk).lower(state).compile()
+    jax.block_until_ready(state)
+    compile_s = time.perf_counter() - start
+    state, _ = run_chunk(state)  # warm
+    jax.block_until_ready(state)
+    t0 = time.perf_counter()
+    state, metrics = run_chunk(state)
+    jax.block_until_ready(metrics)
+    return compile_s, time.perf_counter() - t0, runner.layout.steps_per_chunk
+
+
 def speed(args) -> None:
-    cfg, agent, env, _ = build(args.game, args.agent, None, args.override)
-    console = Console()
-    # The rollout alone: the runner's iteration without its update (learning_starts never
-    # reached), timed over a chunk after compiling.
-    big = {"learning_starts": 10**9}
-    options = {k: v for k, v in cfg["agent"].items() if k != "name"} | big
-    acting = agents.make(args.agent, env.spec, **options)
-    for what, ag in (("rollout (act + stitch, no update)", acting), ("training program", agent)):
-        run = RunConfig(
-            **{**cfg["run"], "steps": args.steps, "log_every": args.steps, "eval_every": 0}
-        )
-        runner = make_self_play_runner(ag, env, run)
-        state = jax.jit(runner.init)(jax.random.PRNGKey(0))
-        run_chunk = jax.jit(runner.run_chunk).lower(state).compile()
-        state, _ = run_chunk(state)  # warm
-        jax.block_until_ready(state)
-        t0 = time.perf_counter()
-        state, m = run_chunk(state)
-        jax.block_until_ready(m)
-        seconds = time.perf_counter() - t0
-        sps = runner.layout.steps_per_chunk / seconds
-        console.print(
-            f"fused {args.game} {args.agent} {what}: {runner.layout.steps_per_chunk:,} env steps "
-            f"({env.spec.num_envs} envs) in {seconds:.2f} s = {sps:,.0f} env steps/s"
-        )
+    """One table: the same self-play program (the preset agent acting for both players,
+    transitions stitched; with and without its updates) on pgx's game inside the fused
+    program and on PettingZoo's game stepped on the host through ``io_callback``
+    (``pz:``), then PettingZoo's game alone (random legal moves from NumPy, no agent)."""
+    cfg, agent, _, _ = build(args.game, args.agent, None, args.override)
+    num_envs = cfg["env"]["num_envs"]
+    options = {k: v for k, v in cfg["agent"].items() if k != "name"}
+    table = Table(title=f"self-play {args.game} {args.agent}, {num_envs} envs")
+    for column in ("env", "program", "envs", "compile s", "run s", "env steps", "env steps/s"):
+        table.add_column(column, justify="left" if column in ("env", "program") else "right")
+    for name in (args.game, PETTINGZOO[args.game]):
+        env = envs.make(name, num_envs=num_envs)
+        acting = agents.make(args.agent, env.spec, **(options | {"learning_starts": 10**9}))
+        training = agents.make(args.agent, env.spec, **options)
+        for what, ag in (("rollout (act + stitch)", acting), ("training", training)):
+            compile_s, run_s, steps = time_chunk(ag, env, cfg, args.steps)
+            row = (name, what, str(num_envs), f"{compile_s:.1f}", f"{run_s:.2f}")
+            table.add_row(*row, f"{steps:,}", f"{steps / run_s:,.0f}")
     host_steps = 5000
-    console.print(
-        f"PettingZoo {args.game} on the host (random legal moves, no agent, 1 env): "
-        f"{pettingzoo_sps(args.game, host_steps):,.0f} env steps/s over {host_steps:,} steps"
-    )
+    host_start = time.perf_counter()
+    sps = pettingzoo_sps(args.game, host_steps)
+    run_s = time.perf_counter() - host_start
+    row = (PETTINGZOO[args.game], "game alone: random moves, no agent", "1", "-")
+    table.add_row(*row, f"{run_s:.2f}", f"{host_steps:,}", f"{sps:,.0f}")
+    Console().print(table)
 
 
 def main() -> None:

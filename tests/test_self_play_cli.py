@@ -1,4 +1,10 @@
-"""``python -m jaxrl.train --self-play``: bad input is one line, exit code 2, nothing written."""
+"""``python -m jaxrl.train --self-play``, ``--agents`` and the several-player agents: bad
+input is one line, exit code 2, nothing written; ``--agent ippo`` runs to its end."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -45,3 +51,25 @@ def test_bad_independent_agents_input(argv, message, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "runs").exists()
+
+
+def test_ippo_cli_runs_to_the_end(tmp_path):
+    """``--agent ippo`` from the CLI in a fresh process (the regression test of its hang:
+    the init of one PPO per player, vmapped, was a batched LAPACK QR that waited forever
+    on XLA:CPU's thread pool; ``networks.initializers.orthogonal``). Exit 0, a summary."""
+    pytest.importorskip("jaxmarl")
+    argv = "--agent ippo --env mpe:simple_spread --num-envs 2 --steps 32 --run.rollout_len 16"
+    argv += " --run.log_every 32 --run.eval_every 0 --run.eval_episodes 2"
+    argv += " --agent.update_epochs 1 --agent.num_minibatches 1 --log="
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-m", "jaxrl.train", *argv.split(), "--logdir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=root,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (run_dir,) = tmp_path.iterdir()
+    assert (run_dir / "summary.yaml").exists()

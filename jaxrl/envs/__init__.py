@@ -375,3 +375,10 @@ register(
     aliases=("simple_spread",),
     family="games",
 )
+register(
+    "hanabi",
+    "jaxrl.envs.marl:hanabi",
+    "Hanabi (JaxMARL; jaxrl[marl]): cooperative, 2 players (option num_players 2-5), turns, "
+    "obs [658] + action_mask, Discrete(21), return = score (0-25); train with --self-play.",
+    family="games",
+)

@@ -1,4 +1,5 @@
-"""Cooperative simultaneous-move tasks of the multi-agent particle environments (MPE;
+"""Multi-agent games through JaxMARL: cooperative Hanabi (``hanabi``, turn-based; below)
+and the cooperative simultaneous-move tasks of the multi-agent particle environments (MPE;
 Lowe et al. 2017, "Multi-Agent Actor-Critic for Mixed Cooperative-Competitive
 Environments") through JaxMARL's JAX port (Rutherford et al. 2023, "JaxMARL: Multi-Agent
 RL Environments and Algorithms in JAX"; optional extra ``jaxrl[marl]``, jaxmarl 0.2.0).
@@ -34,7 +35,17 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxrl.types import Array, Discrete, Env, EnvSpec, PRNGKey, TimeStep
+from jaxrl.types import (
+    ACTION_MASK,
+    OBS,
+    Array,
+    ArraySpec,
+    Discrete,
+    Env,
+    EnvSpec,
+    PRNGKey,
+    TimeStep,
+)
 from jaxrl.validation import check_int
 
 SCENARIOS = {"simple_spread": "MPE_simple_spread_v3"}
@@ -199,3 +210,109 @@ def simple_spread(
 ) -> Env:
     """MPE ``simple_spread`` (JaxMARL ``MPE_simple_spread_v3``; module docstring)."""
     return make_mpe("simple_spread", num_envs, shared, local_ratio, max_steps)
+
+
+# ------------------------------------------------------------------------------- Hanabi
+class HanabiState(NamedTuple):
+    """``core``: JaxMARL's batched Hanabi ``State``; ``episode_return`` ``[N, P]`` float32
+    and ``episode_length`` ``[N]`` int32 of the current games so far."""
+
+    core: Any
+    episode_return: Array
+    episode_length: Array
+
+
+def hanabi(num_envs: int = 1, num_players: int = 2, max_steps: int = 100) -> Env:
+    """Hanabi (Bard et al. 2020, "The Hanabi Challenge") through JaxMARL's ``hanabi``
+    (jaxmarl 0.2.0): a cooperative turn-based card game of ``P`` players (5 colours x 5
+    ranks, hands of 5 cards for 2-3 players, 8 information and 3 life tokens), as a
+    turn-based env of the multi-player contract of ``jaxrl.types`` (like ``envs.games``):
+
+    * one action ``[N]`` int32 per step, played by the player to move
+      (``info["current_player"]`` ``[N]`` int32); ``Discrete(21)`` for 2 players: discard
+      one of 5 cards, play one of 5, hint one of 5 colours, hint one of 5 ranks, and
+      JaxMARL's no-op, which is never legal for the player to move;
+    * ``obs = {"obs": float32 [N, 658], "action_mask": bool [N, 21]}`` (2 players):
+      JaxMARL's observation of the player to move (the others' hands, the board, the
+      discards, the last move, its card knowledge) and its legal moves;
+    * ``reward`` ``[N, P]`` float32, the team's reward to every player: the fireworks'
+      growth, and minus the whole score when the last life is lost, so a game's return is
+      its score (0 after a bomb, at most 25);
+    * episodes end by termination (three bombs, all fireworks complete, or one round after
+      the deck runs out); ``max_steps`` (100, above the longest possible game of 89 turns)
+      truncates only as a guard.
+    """
+    jaxmarl = _import_jaxmarl()
+    num_envs = check_int("num_envs", num_envs)
+    num_players = check_int("num_players", num_players)
+    max_steps = check_int("max_steps", max_steps)
+    if not 2 <= num_players <= 5:
+        raise ValueError(f"hanabi: num_players must be 2 to 5, got {num_players}")
+    game = jaxmarl.make("hanabi", num_agents=num_players)
+    agents = list(game.agents)
+    P, N = num_players, num_envs
+    A = int(game.action_space(agents[0]).n)
+    spec = EnvSpec(
+        name="hanabi",
+        obs_shape=(int(game.obs_size),),
+        obs_dtype="float32",
+        action_space=Discrete(A),
+        num_envs=N,
+        max_episode_steps=max_steps,
+        obs_extras=(ArraySpec(ACTION_MASK, (A,), "bool"),),
+        num_players=P,
+        turn_based=True,
+    )
+    v_reset, v_step = jax.vmap(game.reset), jax.vmap(game.step_env)
+    v_legal = jax.vmap(game.get_legal_moves)
+
+    def observe(obs: dict[str, Array], core: Any) -> tuple[dict[str, Array], Array]:
+        player = jnp.argmax(core.cur_player_idx, axis=-1).astype(jnp.int32)
+        take = lambda x: jnp.take_along_axis(x, player.reshape(-1, 1, *([1] * (x.ndim - 2))), 1)
+        mask = _stack(v_legal(core), agents) > 0
+        seen = take(_stack(obs, agents).astype(jnp.float32))[:, 0]
+        return {OBS: seen, ACTION_MASK: take(mask)[:, 0]}, player
+
+    def reset(key: PRNGKey) -> tuple[HanabiState, TimeStep]:
+        obs, core = v_reset(jax.random.split(key, N))
+        obs, player = observe(obs, core)
+        returns = jnp.zeros((N, P), jnp.float32)
+        lengths = jnp.zeros((N,), jnp.int32)
+        false = jnp.zeros((N,), bool)
+        info = {
+            "final_obs": obs,
+            "episode_return": returns,
+            "episode_length": lengths,
+            "current_player": player,
+        }
+        return HanabiState(core, returns, lengths), TimeStep(obs, returns, false, false, info)
+
+    def step(state: HanabiState, action: Array, key: PRNGKey) -> tuple[HanabiState, TimeStep]:
+        step_key, reset_key = jax.random.split(key)
+        actions = {a: action.astype(jnp.int32) for a in agents}  # only the mover's is read
+        raw, core, reward, dones, _ = v_step(jax.random.split(step_key, N), state.core, actions)
+        final_obs, _ = observe(raw, core)
+        team = reward["__all__"].astype(jnp.float32)
+        reward = jnp.broadcast_to(team[:, None], (N, P))
+        ep_length = state.episode_length + 1
+        terminated = dones["__all__"]
+        truncated = ~terminated & (ep_length >= max_steps)
+        done = terminated | truncated
+        reset_raw, reset_core = v_reset(jax.random.split(reset_key, N))
+        where = lambda new, old: jnp.where(done.reshape(-1, *([1] * (new.ndim - 1))), new, old)
+        core = jax.tree.map(where, reset_core, core)
+        raw = jax.tree.map(where, reset_raw, raw)
+        obs, player = observe(raw, core)
+        ep_return = state.episode_return + reward
+        info = {
+            "final_obs": final_obs,
+            "episode_return": jnp.where(done[:, None], ep_return, 0.0),
+            "episode_length": jnp.where(done, ep_length, 0),
+            "current_player": player,
+        }
+        new_state = HanabiState(
+            core, jnp.where(done[:, None], 0.0, ep_return), jnp.where(done, 0, ep_length)
+        )
+        return new_state, TimeStep(obs, reward, terminated, truncated, info)
+
+    return Env(spec=spec, reset=reset, step=step)

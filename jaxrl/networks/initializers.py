@@ -6,7 +6,7 @@ PyTorch's) convention for dense ``[in, out]`` and conv ``[*window, in, out]`` ke
 ``fan_in = prod(window) * in``, ``fan_out = prod(window) * out``.
 
 * ``orthogonal`` (``scale`` 1.0): ``scale`` times a random orthogonal matrix (Saxe et
-  al. 2014);
+  al. 2014), :func:`orthogonal` (safe under ``vmap`` on XLA:CPU, see there);
 * ``glorot_uniform`` (``scale`` 1.0): ``U(-a, a)``, ``a = sqrt(6 scale / (fan_in +
   fan_out))`` (Glorot & Bengio 2010); ``glorot_normal``: truncated normal of variance
   ``2 scale / (fan_in + fan_out)``;
@@ -51,9 +51,31 @@ def _truncated_normal(stddev: float = 0.01) -> Initializer:
     return init
 
 
+def orthogonal(scale: float = 1.0, column_axis: int = -1) -> Initializer:
+    """``jax.nn.initializers.orthogonal(scale, column_axis)`` (the QR of a normal draw, the
+    signs fixed by ``R``'s diagonal; Saxe et al. 2014), the same numbers, with a ``vmap``
+    of it run as a loop over the batch (``jax.custom_batching.sequential_vmap``).
+
+    Why: a vmapped orthogonal init is a batched LAPACK QR (``lapack_sgeqrf_ffi``,
+    ``lapack_sorgqr_ffi`` with a batch dimension); jaxlib runs the batch on XLA:CPU's
+    intra-op thread pool (``ParallelBatchMap``) from a task of that same pool and waits
+    for it. When independent QRs of one program (the layers of several networks) occupy
+    every pool thread (2 on a 2-core machine), their batch tasks never run: the program
+    never finishes, every thread idle (``--agent ippo``'s init: one PPO per player,
+    ``vmap``-ed; a ``--seeds K`` run of an orthogonally initialized agent). Unbatched QRs
+    run inline, so the loop cannot wait on the pool.
+    """
+    base = jax.nn.initializers.orthogonal(scale, column_axis)
+
+    def init(key: jax.Array, shape: tuple[int, ...], dtype: Any = jnp.float32) -> jax.Array:
+        return jax.custom_batching.sequential_vmap(lambda k: base(k, shape, dtype))(key)
+
+    return init
+
+
 # name -> (builder, its options with defaults)
 _BUILDERS: dict[str, tuple[Callable[..., Initializer], dict[str, Any]]] = {
-    "orthogonal": (lambda scale: nn.initializers.orthogonal(scale), {"scale": 1.0}),
+    "orthogonal": (orthogonal, {"scale": 1.0}),
     "glorot_uniform": (
         lambda scale: nn.initializers.variance_scaling(scale, "fan_avg", "uniform"),
         {"scale": 1.0},

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import flax.linen as nn
 import jax
 
+from jaxrl.networks.initializers import orthogonal
 from jaxrl.networks.torsos import cnn_torso, scale_obs
 
 Array = jax.Array
@@ -34,9 +35,7 @@ _ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu}
 
 
 def _dense(size: int, gain: float) -> nn.Dense:
-    return nn.Dense(
-        size, kernel_init=nn.initializers.orthogonal(gain), bias_init=nn.initializers.zeros
-    )
+    return nn.Dense(size, kernel_init=orthogonal(gain), bias_init=nn.initializers.zeros)
 
 
 class PolicyMLP(nn.Module):

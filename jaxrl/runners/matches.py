@@ -2,9 +2,11 @@
 
 An opponent is ``(obs [N, ...], key) -> actions [N]`` int32: ``games.random_action``
 (uniform among legal moves) for every turn-based game, and ``games.scripted_action`` (win
-if it can, block if it must, else random) for the games of ``envs.games``. In a match the
-agent takes seat ``env % P`` of the evaluation env, and a game's score is the agent's
-return at its end (+1 win, 0 draw, -1 loss in the board games).
+if it can, block if it must, else random) for the games of ``envs.games``; in the
+cooperative games (``COOPERATIVE``: Hanabi) also ``self``, the greedy agent in every seat
+(its self-play score, the measure of such a game). In a match the agent takes seat
+``env % P`` of the evaluation env, and a game's score is the agent's return at its end
+(+1 win, 0 draw, -1 loss in the board games; the team's score in Hanabi).
 """
 
 from __future__ import annotations
@@ -19,11 +21,15 @@ from jaxrl.envs import games
 from jaxrl.types import Agent, Env, PRNGKey
 
 Opponent = Callable[[Any, PRNGKey], jax.Array]  # (obs [N, ...], key) -> actions [N]
+COOPERATIVE = ("hanabi",)  # games whose players share one reward: evaluated in self-play
 
 
-def opponents(env: Env) -> dict[str, Opponent]:
-    """The fixed opponents of ``env``: ``random``, and ``scripted`` for ``envs.games``."""
-    found: dict[str, Opponent] = {"random": games.random_action}
+def opponents(env: Env) -> dict[str, Opponent | None]:
+    """The fixed opponents of ``env``: ``random``, ``scripted`` for ``envs.games``, and
+    ``self`` (None: the agent itself) for the ``COOPERATIVE`` games."""
+    found: dict[str, Opponent | None] = {"random": games.random_action}
+    if env.spec.name in COOPERATIVE:
+        found["self"] = None
     game = games.GAMES.get(env.spec.name)
     if game is not None:
         found["scripted"] = lambda obs, key: games.scripted_action(game, obs, key)
@@ -41,10 +47,13 @@ def outcome_rates(scores: jax.Array, opponent: str) -> dict[str, jax.Array]:
     }
 
 
-def make_match(agent: Agent, env: Env, opponent: Opponent) -> Callable[[Any, PRNGKey], jax.Array]:
+def make_match(
+    agent: Agent, env: Env, opponent: Opponent | None
+) -> Callable[[Any, PRNGKey], jax.Array]:
     """``match(agent_state, key) -> scores [env.spec.num_envs]``: one game per env, the
-    greedy agent in seat ``env % P`` against ``opponent`` in the others; the score is the
-    agent's reward at the game's end (+1 win, 0 draw, -1 loss)."""
+    greedy agent in seat ``env % P`` against ``opponent`` in the others (None: the greedy
+    agent in every seat); the score is the agent's return at the game's end (+1 win, 0
+    draw, -1 loss)."""
     spec = env.spec
     seat = jnp.arange(spec.num_envs) % spec.num_players
     initial_carry = agent.init_carry(spec.num_envs)
@@ -60,7 +69,7 @@ def make_match(agent: Agent, env: Env, opponent: Opponent) -> Callable[[Any, PRN
             env_state, ts, carry, key, finished, scores, t = loop
             key, act_key, opp_key, step_key = jax.random.split(key, 4)
             mine, carry, _ = agent.act(agent_state, ts.obs, carry, act_key, False)
-            theirs = opponent(ts.obs, opp_key)
+            theirs = mine if opponent is None else opponent(ts.obs, opp_key)
             action = jnp.where(ts.info["current_player"] == seat, mine, theirs)
             env_state, ts = env.step(env_state, action, step_key)
             done = ts.terminated | ts.truncated

@@ -240,6 +240,7 @@ def make_multi_agent_runner(
         (p, name): make_match(a, eval_env, opp)
         for p, a in enumerate(agents)
         for name, opp in opponents(env).items()
+        if opp is not None  # "self" (a cooperative game's self-play) is self_play.py's
     }
 
     env_step, round_ = _make_round(agents, env)

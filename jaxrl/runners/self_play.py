@@ -27,7 +27,7 @@ mix players, so self-play takes one-step off-policy learners (the CLI checks it)
 
 Evaluation plays the greedy agent against fixed opponents (``runners/matches.py``: uniform
 random, and scripted where the game is one of ``envs.games``), reported as win/draw/loss
-rates.
+rates; a cooperative game (Hanabi) is scored in self-play, the greedy agent in every seat.
 """
 
 from __future__ import annotations
@@ -194,8 +194,8 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
     players = getattr(spec, "num_players", 1)
     if self_play and (players < 2 or not spec.turn_based):
         raise ConfigError(
-            f"--self-play needs a turn-based game of 2+ players (connect_four, tic_tac_toe); "
-            f"'{name}' has {players} player(s)"
+            "--self-play needs a turn-based game of 2+ players (connect_four, tic_tac_toe, "
+            f"hanabi); '{name}' has {players} player(s)"
         )
     if not self_play and players > 1 and not spec.turn_based:
         if cfg["agent"]["name"] not in ("maddpg", "ippo"):
@@ -270,14 +270,16 @@ def make_self_play_runner(
     ``episode_return_sum`` / ``episode_length_sum`` (player 0's return; moves),
     ``player{p}_return`` (mean over the iteration's games, NaN if none), ``underflows``
     (always 0, see the module docstring); on a chunk that evaluates, ``eval_return`` (the
-    mean score against the random opponent) and ``eval_{win,draw,loss}_{opponent}``.
+    mean score against the random opponent; in a cooperative game, in self-play, also
+    ``eval_self_return``) and ``eval_{win,draw,loss}_{opponent}``.
     """
     check_self_play(agent, env)
     P, N = env.spec.num_players, env.spec.num_envs
     layout = ChunkLayout.of(config, N)
     eval_env = eval_env or env
     matches = {name: make_match(agent, eval_env, opp) for name, opp in opponents(env).items()}
-    evaluate = matches["random"]
+    headline = "self" if "self" in matches else "random"  # a cooperative game: self-play
+    evaluate = matches[headline]
     initial_agent_carry = agent.init_carry(N)
 
     def env_step(state: RunnerState, key: PRNGKey, emit: bool):
@@ -345,9 +347,12 @@ def make_self_play_runner(
         rates = {}
         for name, match_key in zip(matches, jax.random.split(key, len(matches)), strict=True):
             scores = matches[name](agent_state, match_key)
-            if name == "random":
+            if name == headline:
                 rates["eval_return"] = scores.mean()
-            rates.update(outcome_rates(scores, name))
+            if name == "self":
+                rates["eval_self_return"] = scores.mean()
+            else:
+                rates.update(outcome_rates(scores, name))
         return rates
 
     return game_runner(env, init, iteration, evaluate, evaluate_all, layout)

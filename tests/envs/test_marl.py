@@ -81,3 +81,54 @@ def test_shared_layout_is_the_players_flattened(episode):
     np.testing.assert_array_equal(fts.reward, flat(ts.reward))
     np.testing.assert_array_equal(fts.info["episode_return"], flat(ts.info["episode_return"]))
     np.testing.assert_array_equal(fts.truncated, np.repeat(ts.truncated, P, axis=1))
+
+
+@pytest.fixture(scope="module")
+def hanabi_games():
+    """Two Hanabi games stepped 120 times with uniform legal moves (one program)."""
+    from jaxrl.envs.games import random_action
+
+    env = envs.make("hanabi", num_envs=2)
+
+    def run(key):
+        state, ts = env.reset(key)
+
+        def body(carry, k):
+            state, ts = carry
+            act_key, step_key = jax.random.split(k)
+            action = random_action(ts.obs, act_key)
+            state, nxt = env.step(state, action, step_key)
+            return (state, nxt), (ts.obs["action_mask"], ts.info["current_player"], action, nxt)
+
+        _, out = jax.lax.scan(body, (state, ts), jax.random.split(key, 120))
+        return ts, out
+
+    first, out = jax.jit(run)(jax.random.PRNGKey(3))
+    return env, first, jax.tree.map(np.asarray, out)
+
+
+def test_hanabi_turns_masks_and_scores(hanabi_games):
+    """Hanabi through JaxMARL: the mover's legal moves (never JaxMARL's no-op), turns that
+    alternate within a game, one team reward for both players, and an episode return that
+    is the sum of a game's rewards (NumPy), a score in [0, 25]."""
+    env, first, (mask, player, action, ts) = hanabi_games
+    spec = env.spec
+    assert (spec.num_players, spec.turn_based, spec.obs_shape) == (2, True, (658,))
+    assert spec.action_space.n == 21 and first.obs["obs"].shape == (2, 658)
+    assert np.asarray(first.info["current_player"]).tolist() == [0, 0]
+    assert mask.shape == (120, 2, 21) and not mask[..., 20].any() and mask.any(-1).all()
+    assert mask[np.arange(120)[:, None], np.arange(2)[None, :], action].all()
+    np.testing.assert_array_equal(ts.reward[..., 0], ts.reward[..., 1])
+    done = ts.terminated | ts.truncated
+    assert done.any(axis=0).all() and not ts.truncated.any()
+    for env_index in range(2):
+        running, turn = 0.0, 0
+        for t in range(120):
+            assert player[t, env_index] == turn % 2
+            running += ts.reward[t, env_index, 0]
+            turn += 1
+            if done[t, env_index]:
+                returns = ts.info["episode_return"][t, env_index]
+                assert returns[0] == returns[1] == pytest.approx(running)
+                assert 0.0 <= running <= 25.0
+                running, turn = 0.0, 0

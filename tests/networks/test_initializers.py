@@ -5,7 +5,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxrl.networks.initializers import make
+from jaxrl.networks.initializers import make, orthogonal
 from jaxrl.types import ConfigError
 
 KEY = jax.random.PRNGKey(0)
@@ -20,6 +20,22 @@ def draw(spec, shape=DENSE):
 def test_orthogonal_columns_are_orthonormal_times_scale():
     w = draw({"name": "orthogonal", "scale": 2.0}, (64, 32))
     np.testing.assert_allclose(w.T @ w, 4.0 * np.eye(32), atol=1e-4)
+
+
+def test_vmapped_orthogonal_is_jaxs_numbers_without_a_batched_qr():
+    """Under ``vmap`` (players, seeds) ``orthogonal`` gives jax's numbers bit for bit, one
+    key at a time, and its program has no batched LAPACK QR (``num_batch_dims = "1"``): the
+    one that waits on XLA:CPU's intra-op pool from inside it (the ``--agent ippo`` hang)."""
+    keys = jax.random.split(KEY, 3)
+    ours = jax.jit(jax.vmap(lambda k: orthogonal(1.5)(k, (12, 5))))
+    got = np.asarray(ours(keys))
+    theirs = jax.nn.initializers.orthogonal(1.5)
+    each = np.stack([np.asarray(jax.jit(lambda k: theirs(k, (12, 5)))(k)) for k in keys])
+    np.testing.assert_array_equal(got, each)
+    for w in got.astype(np.float64):
+        np.testing.assert_allclose(w.T @ w, 2.25 * np.eye(5), atol=1e-5)
+    text = ours.lower(keys).as_text()
+    assert "lapack_sgeqrf" in text and 'num_batch_dims = "1"' not in text
 
 
 @pytest.mark.parametrize(

@@ -216,6 +216,22 @@ def test_match_scores_seats():
     np.testing.assert_array_equal(np.asarray(scores), expected)
 
 
+def test_self_match_plays_the_agent_in_every_seat():
+    """``make_match(..., None)`` (a cooperative game's evaluation): the agent moves in
+    both seats; a score is the seat's return (hand-computed as above, the agent's actions
+    at every move)."""
+    env = make_game(num_envs=4)
+    scores = jax.jit(make_match(recording_agent(env, 1), env, None))(None, jax.random.PRNGKey(0))
+    expected = []
+    for e in range(4):
+        acts = [(t + e) % 2 for t in range(MOVES)]
+        if e % 2 == 0:
+            expected.append(1 + 1000 * acts[0] + 200 + 3 + 1000 * acts[2])
+        else:
+            expected.append(100 + 2 + 1000 * acts[1] + 300)
+    np.testing.assert_array_equal(np.asarray(scores), expected)
+
+
 def test_vmap_over_seeds_equals_separate_runs():
     env = make_game()
     config = RunConfig(steps=4 * N, rollout_len=4, log_every=4 * N, eval_every=0)
