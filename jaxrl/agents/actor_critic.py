@@ -45,7 +45,8 @@ import optax
 from jaxrl.agents import auxiliary as aux_lib
 from jaxrl.agents.attachments import AuxiliaryOptions, make_auxiliary
 from jaxrl.agents.latent_prior import LatentPriorOptions
-from jaxrl.agents.off_policy_parts import (
+from jaxrl.agents.off_policy_parts import (  # action_box: re-exported for sac, td3, mbpo
+    action_box,
     exploration_noise,
     init_param_noise,
     learn,
@@ -58,7 +59,7 @@ from jaxrl.networks.spec import TorsoSpec
 from jaxrl.ops import noise as noise_ops
 from jaxrl.ops.schedules import linear_schedule
 from jaxrl.ops.targets import hysteretic_target
-from jaxrl.types import Agent, Box, ConfigError, EnvSpec, Transition, shared_field
+from jaxrl.types import Agent, ConfigError, EnvSpec, Transition, shared_field
 from jaxrl.validation import option
 
 NOISE_PARAMS = ("noise_mu", "noise_sigma", "noise_low", "noise_high", "noise_theta", "noise_dt")
@@ -189,20 +190,6 @@ class Algorithm(NamedTuple):
     init_extra: Callable[[], Any]
     target_actor: bool
     hparams: dict[str, float]
-
-
-def action_box(spec: EnvSpec, name: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(low, high)`` ``[A]`` float32 of a 1-D finite ``Box`` spec; ConfigError otherwise."""
-    space = spec.action_space
-    if not isinstance(space, Box) or len(space.shape) != 1:
-        raise ConfigError(
-            f"agent '{name}' needs a 1-D continuous (Box) action space, but {spec.name} has "
-            f"{space}; use a continuous-action env such as Pendulum-v1"
-        )
-    low, high = np.asarray(space.low, np.float32), np.asarray(space.high, np.float32)
-    if not (np.isfinite(low).all() and np.isfinite(high).all() and (low < high).all()):
-        raise ConfigError(f"agent '{name}' needs finite bounds low < high, got {space}")
-    return low, high
 
 
 def per_dim(cfg: OffPolicyConfig, field: str, action_dim: int, name: str) -> np.ndarray:

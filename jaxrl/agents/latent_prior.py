@@ -45,6 +45,7 @@ import numpy as np
 import optax
 
 from jaxrl.agents.auxiliary import AuxLearner
+from jaxrl.agents.off_policy_parts import action_box
 from jaxrl.buffers.demonstrations import load_npz
 from jaxrl.networks import MLP
 from jaxrl.ops.vae import elbo_loss, reparameterize
@@ -175,7 +176,6 @@ def latent_spec(spec: EnvSpec, latent_size: int) -> EnvSpec:
 def _prior_inputs(spec: EnvSpec, cfg: Any, name: str) -> tuple[np.ndarray, np.ndarray, int]:
     """``(obs [M, C], normalized actions [M, A], L)`` from ``cfg.demo_file``; ConfigError
     for a missing or bad file, or options that do not go with the prior."""
-    from jaxrl.agents.actor_critic import action_box  # imports point down; no cycle
 
     low, high = action_box(spec, name)
     if cfg.demo_file is None:
@@ -210,7 +210,6 @@ def with_latent_prior(
     ``cfg.latent_prior`` (module docstring); without it, ``build(spec, cfg, ())``."""
     if not cfg.latent_prior:
         return build(spec, cfg, ())
-    from jaxrl.agents.actor_critic import action_box
 
     obs, actions, size = _prior_inputs(spec, cfg, name)
     learner, vae = make_vae_prior(obs, actions, size, cfg)

@@ -12,6 +12,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxrl.agents import auxiliary
 from jaxrl.buffers import PriorityParams
@@ -19,7 +20,7 @@ from jaxrl.ops import noise as noise_ops
 from jaxrl.ops import param_noise as pn_ops
 from jaxrl.ops.prioritized import importance_weights
 from jaxrl.ops.returns import n_step_bootstrap
-from jaxrl.types import Transition
+from jaxrl.types import Box, ConfigError, EnvSpec, Transition
 
 
 def replay_batch(cfg: Any, sample: Any, num_items: jax.Array, hparams) -> Transition:
@@ -177,3 +178,17 @@ def param_noise_step(
         "param_noise_distance": noise["distance"],
     }
     return state.replace(param_noise=noise), metrics
+
+
+def action_box(spec: EnvSpec, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)`` ``[A]`` float32 of a 1-D finite ``Box`` spec; ConfigError otherwise."""
+    space = spec.action_space
+    if not isinstance(space, Box) or len(space.shape) != 1:
+        raise ConfigError(
+            f"agent '{name}' needs a 1-D continuous (Box) action space, but {spec.name} has "
+            f"{space}; use a continuous-action env such as Pendulum-v1"
+        )
+    low, high = np.asarray(space.low, np.float32), np.asarray(space.high, np.float32)
+    if not (np.isfinite(low).all() and np.isfinite(high).all() and (low < high).all()):
+        raise ConfigError(f"agent '{name}' needs finite bounds low < high, got {space}")
+    return low, high

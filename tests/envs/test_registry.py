@@ -109,7 +109,8 @@ def test_available_lists_builtins_with_descriptions():
     board_games = {"tic_tac_toe", "connect_four"}
     assert board_games <= set(available)
     others = set(available) - set(BUILTIN.values()) - set(MUJOCO.values()) - BRAX - minatar
-    others -= board_games | {"mpe:simple_spread"}
+    assert "hanabi" in available
+    others -= board_games | {"mpe:simple_spread", "hanabi"}
     assert all(name.startswith("ALE/") for name in others)
     for description in available.values():
         assert description and "\n" not in description
