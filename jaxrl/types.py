@@ -63,7 +63,17 @@ Contracts v2 (what every later capability builds on):
   differentiated by the skeleton's gradient step with respect to the agent's ``params``
   (that gradient is added to the agent's own before its optimizer step) and the learner's
   trainable ``aux_state["params"]``, which it applies in ``after_step(aux_state, grads,
-  params, hparams)`` with the agent's new params (e.g. a momentum encoder's EMA).
+  params, hparams)`` with the agent's new params (e.g. a momentum encoder's EMA). Such a
+  learner is initialized as ``init(key, params)`` and sees the agent's network through
+  the ``auxiliary.Encoder`` its skeleton exposes (the Q-learning skeleton: the torso).
+* **Acting through a prior.** An agent may act in a latent space that a frozen decoder
+  maps to the env's action (``agents/latent_prior.py``): its ``act`` returns the latent
+  in ``extras["latent"]``, the runners hand ``act``'s extras to ``update`` in the
+  rollout, and its replay stores the latent; the wrapped agent is an ordinary
+  actor-critic on the latent box.
+* **No batched LAPACK calls in an init.** ``networks.initializers.orthogonal`` (jax's
+  numbers) runs a ``vmap`` as a loop: a batched QR on XLA:CPU waits on the intra-op pool
+  from inside it and can deadlock (benchmarks/RESULTS.md, "the ippo hang").
 """
 
 from __future__ import annotations
