@@ -56,6 +56,7 @@ ANCHORS = {
     "cartpole-a2c": "500.0 +- 0.0: RL Zoo benchmark.md, a2c, 500k steps",
     "cartpole-rainbow": "no published Rainbow CartPole-v1 figure; RL Zoo qrdqn 500.0 +- 0.0 "
     "(50k steps)",
+    "cartpole-qrdqn": "500.0 +- 0.0: RL Zoo benchmark.md, qrdqn, 50k steps",
     "pendulum-sac": "-157.0 +- 88.7: RL Zoo benchmark.md, sac, Pendulum-v0, 20k steps",
     "pendulum-td3": "-151.9 +- 90.2: RL Zoo benchmark.md, td3, Pendulum-v0, 20k steps",
     "pendulum-ddpg": "-152.1 +- 94.3: RL Zoo benchmark.md, ddpg, Pendulum-v0, 20k steps",

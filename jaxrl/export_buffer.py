@@ -104,4 +104,6 @@ def _tail(tree: Any, n: int) -> Any:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from jaxrl.experiment.guards import exit_with
+
+    exit_with(main())

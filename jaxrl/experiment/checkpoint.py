@@ -31,6 +31,7 @@ import dataclasses
 import logging
 import math
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,23 @@ def _quiet_abandoned_reads() -> None:
 
     hook._jaxrl_quiet = True  # type: ignore[attr-defined]
     sys.unraisablehook = hook
+    # Their I/O threads may also finish after Orbax's event loop closed and print
+    # "RuntimeError: Event loop is closed" from ``call_soon_threadsafe`` (through
+    # ``sys.excepthook``, or ``threading.excepthook`` for a Python thread): dropped too.
+    previous_except, previous_thread = sys.excepthook, threading.excepthook
+
+    def loop_closed(exc_type: Any, exc: Any) -> bool:
+        return exc_type is RuntimeError and str(exc) == "Event loop is closed"
+
+    def except_hook(exc_type: Any, exc: Any, tb: Any) -> None:
+        if not loop_closed(exc_type, exc):
+            previous_except(exc_type, exc, tb)
+
+    def thread_hook(args: Any) -> None:
+        if not loop_closed(args.exc_type, args.exc_value):
+            previous_thread(args)
+
+    sys.excepthook, threading.excepthook = except_hook, thread_hook
 
 
 def _reason(e: Exception) -> str:

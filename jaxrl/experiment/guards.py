@@ -310,3 +310,16 @@ class Watchdog:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
+
+
+def exit_with(code: int) -> None:
+    """``sys.exit(code)`` for a command-line entry point. For exit code 2 (a user's
+    mistake, already reported in one line on stderr) stderr is closed first: Orbax's
+    abandoned reads of an unreadable checkpoint can print "Event loop is closed"
+    tracebacks from its I/O threads while the interpreter shuts down, after that line."""
+    if code == 2:
+        sys.stderr.flush()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+        os.close(devnull)
+    sys.exit(code)

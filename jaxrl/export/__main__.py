@@ -106,4 +106,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from jaxrl.experiment.guards import exit_with
+
+    exit_with(main())

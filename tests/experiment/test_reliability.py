@@ -584,3 +584,24 @@ def test_plot_refuses_a_seed_counted_twice(tmp_path, capsys):
     write_run(tmp_path / "seed0", 0, [{"step": s, "episode_return": 2.0} for s in (1, 2)])
     assert plot.main([str(tmp_path / "seeds3"), str(tmp_path / "seed0")]) == 2
     one_line_error(capsys, "seed 0 of dqn on CartPole-v1 is in two runs")
+
+
+def test_exit_with_2_keeps_the_one_line_and_drops_what_shutdown_prints():
+    """``guards.exit_with``: after a user's mistake (exit 2) only the line printed before
+    it reaches stderr, not what threads print while the interpreter shuts down (Orbax's
+    abandoned reads); any other exit code keeps stderr as it is."""
+    script = (
+        "import atexit, sys\n"
+        "from jaxrl.experiment.guards import exit_with\n"
+        "atexit.register(lambda: print('Traceback: late', file=sys.stderr))\n"
+        "print('error: the one line', file=sys.stderr)\n"
+        "exit_with(int(sys.argv[1]))\n"
+    )
+    for code, lines in (
+        (2, ["error: the one line"]),
+        (1, ["error: the one line", "Traceback: late"]),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", script, str(code)], capture_output=True, text=True
+        )
+        assert done.returncode == code and done.stderr.splitlines() == lines
