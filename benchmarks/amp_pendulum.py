@@ -54,13 +54,25 @@ def make_reference(work: Path, steps: int, seed: int, last: int) -> str:
     return reference
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workdir", default="/tmp/amp_pendulum")
+def add_reference_args(parser: argparse.ArgumentParser) -> None:
+    """The options of ``make_reference`` (and ``--reference FILE`` to skip it)."""
+    parser.add_argument("--reference", help="an existing reference .npz (skips making one)")
     parser.add_argument("--reference-steps", type=int, default=12_000)
     parser.add_argument("--reference-seed", type=int, default=100)
     parser.add_argument("--reference-last", type=int, default=5_000)
-    parser.add_argument("--reference", help="an existing reference .npz (skips steps 1-2)")
+
+
+def reference_of(args: argparse.Namespace, work: Path) -> str:
+    """``--reference``, else the file ``make_reference`` writes with the parsed options."""
+    return args.reference or make_reference(
+        work, args.reference_steps, args.reference_seed, args.reference_last
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", default="/tmp/amp_pendulum")
+    add_reference_args(parser)
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--weight", type=float, default=1.0)
@@ -70,9 +82,7 @@ def main() -> None:
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     py = [sys.executable, "-m"]
-    reference = args.reference or make_reference(
-        work, args.reference_steps, args.reference_seed, args.reference_last
-    )
+    reference = reference_of(args, work)
     logdir = work / "compare"
     wall = run([*py, "jaxrl.train", "--agent", "sac", "--env", "Pendulum", "--steps",
                 str(args.steps), "--seeds", str(args.seeds), "--sweep",

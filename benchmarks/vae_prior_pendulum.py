@@ -25,16 +25,13 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from amp_pendulum import make_reference, newest_run, run, table  # noqa: E402
+from amp_pendulum import add_reference_args, newest_run, reference_of, run, table  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workdir", default="/tmp/vae_prior_pendulum")
-    parser.add_argument("--reference", help="an existing demonstration .npz (skips step 1)")
-    parser.add_argument("--reference-steps", type=int, default=12_000)
-    parser.add_argument("--reference-seed", type=int, default=100)
-    parser.add_argument("--reference-last", type=int, default=5_000)
+    add_reference_args(parser)
     parser.add_argument("--steps", type=int, default=5_000)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--eval-every", type=int, default=500)
@@ -43,9 +40,7 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
-    reference = args.reference or make_reference(
-        work, args.reference_steps, args.reference_seed, args.reference_last
-    )
+    reference = reference_of(args, work)
     logdir = work / "compare"
     wall = run([sys.executable, "-m", "jaxrl.train", "--agent", "sac", "--env", "Pendulum",
                 "--steps", str(args.steps), "--seeds", str(args.seeds), "--sweep",
