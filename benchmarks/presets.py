@@ -45,7 +45,8 @@ from jaxrl.plot import plot
 from jaxrl.types import ConfigError
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
-TARGETS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0, "Pendulum-v1": -200.0}
+# FrozenLake-v1: Gymnasium's reward_threshold (success rate of the slippery 4x4 map).
+TARGETS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0, "Pendulum-v1": -200.0, "FrozenLake-v1": 0.70}
 NOT_VMAPPABLE = ("atari-", "mujoco-")  # host or foreign-call envs: one seed per process
 
 # Published final returns: (value, source). One run each unless the source says otherwise.
@@ -63,6 +64,9 @@ ANCHORS = {
     "pendulum-ppo": "-169.9 +- 104.9: RL Zoo benchmark.md, ppo, Pendulum-v0, 2M steps",
     "acrobot-dqn": "-76.6 +- 11.8: RL Zoo benchmark.md, dqn, Acrobot-v1, 100k steps",
     "acrobot-ppo": "-73.5 +- 18.2: RL Zoo benchmark.md, ppo, Acrobot-v1, 1M steps",
+    "frozenlake-tabular_q": "0.70: Gymnasium's FrozenLake-v1 reward_threshold (slippery 4x4, "
+    "100-step episodes)",
+    "cartpole-impala": "no published IMPALA CartPole-v1 figure; RL Zoo a2c 500.0 +- 0.0",
     "minatar-dqn": "MinAtar paper (Young & Tian 2019) and PureJaxRL's MinAtar DQN "
     "(not looked up for this table)",
 }
@@ -139,6 +143,12 @@ def area_under(steps: list[int], values: np.ndarray) -> float:
     return float(np.sum((y[1:] + y[:-1]) / 2 * np.diff(x)) / (x[-1] - x[0]))
 
 
+def number_format(values: np.ndarray) -> str:
+    """One decimal for returns such as CartPole's; three where every value is within
+    [-1, 1] (success rates such as FrozenLake's)."""
+    return ".3f" if np.all(np.abs(values) <= 1.0) else ".1f"
+
+
 def table_row(r: dict[str, Any]) -> str:
     ci = stats.interval_estimate(r["finals"])
     target = r["target"]
@@ -148,11 +158,12 @@ def table_row(r: dict[str, Any]) -> str:
     if target is None:
         median = "-"
     cfg = r["cfg"]
+    num = number_format(r["finals"])
     return (
         f"| {r['name']} | {len(r['finals'])} | {cfg['run']['steps']:,} | "
-        f"{float(ci.point):.1f} [{float(ci.lower):.1f}, {float(ci.upper):.1f}] | "
+        f"{float(ci.point):{num}} [{float(ci.lower):{num}}, {float(ci.upper):{num}}] | "
         f"{'-' if target is None else f'{target:g}'} | {at} | {median} | "
-        f"{stats.iqm(r['aucs']):.1f} | {r['compile']:.0f} | {r['wall']:.0f} | "
+        f"{stats.iqm(r['aucs']):{num}} | {r['compile']:.0f} | {r['wall']:.0f} | "
         f"{ANCHORS.get(r['name'], '-')} |"
     )
 
