@@ -161,7 +161,15 @@ def _register_builtins() -> None:
 
 
 def _register_value_family() -> None:
-    from jaxrl.agents import munchausen, pqn, quantile
+    from jaxrl.agents import apex, munchausen, pqn, quantile
+
+    register(
+        "apex_dqn",
+        apex.make_apex_dqn,
+        config=apex.ApexDQNConfig,
+        description="Ape-X DQN (Horgan et al. 2018): actors with their own epsilons and "
+        "priorities, a prioritized double dueling n-step learner",
+    )
 
     register(
         "qrdqn",
