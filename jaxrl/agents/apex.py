@@ -67,7 +67,8 @@ class ApexOptions(Options):
     """The actors and the replay layout of an Ape-X agent.
 
     Attributes:
-      num_actors: ``K``, actors; each is a group of ``num_envs / K`` envs (must divide).
+      num_actors: ``K``, actors; each is a group of ``num_envs / K`` envs (must divide);
+        None: one actor per env (the paper's actors each step one env).
       actor_epsilon, actor_epsilon_alpha: the schedule's ``epsilon`` (0.4) and ``alpha``
         (7), Horgan et al. 2018, section 4.1.
       actor_update_period: steps of an actor (vector-env steps) between refreshes of the
@@ -77,7 +78,7 @@ class ApexOptions(Options):
         (``D`` must divide ``S``).
     """
 
-    num_actors: int = option(4, ge=1)
+    num_actors: int | None = option(None, ge=1)
     actor_epsilon: float = option(0.4, ge=0, le=1)
     actor_epsilon_alpha: float = option(7.0, ge=0)
     actor_update_period: int = option(100, ge=1)
@@ -99,10 +100,16 @@ def env_epsilons(num_envs: int, num_actors: int, epsilon: Any, alpha: Any) -> ja
     return actor_epsilons(num_actors, epsilon, alpha)[actor]
 
 
+def actor_count(opts: ApexOptions, num_envs: int) -> int:
+    """``K``: ``opts.num_actors``, or one actor per env when it is None."""
+    return num_envs if opts.num_actors is None else opts.num_actors
+
+
 def check_actors(opts: ApexOptions, num_envs: int, name: str) -> None:
     """A one-line ``ConfigError`` unless ``num_actors`` and ``replay_shards`` divide the
     envs."""
-    for what, count in (("num_actors", opts.num_actors), ("replay_shards", opts.replay_shards)):
+    actors = actor_count(opts, num_envs)
+    for what, count in (("num_actors", actors), ("replay_shards", opts.replay_shards)):
         if num_envs % count:
             valid = [k for k in range(1, num_envs + 1) if num_envs % k == 0]
             raise ConfigError(
@@ -224,7 +231,8 @@ def _act(p: Any, state: QLearningState, obs, carry, key: jax.Array, explore: boo
     out = q_learning._apply(p, state.actors["params"], obs, None, deterministic=True)
     q = p.head.q_values(out)
     h = state.hparams
-    epsilon = env_epsilons(q.shape[0], p.cfg.num_actors, h.actor_epsilon, h.actor_epsilon_alpha)
+    k = actor_count(p.cfg, p.spec.num_envs)
+    epsilon = env_epsilons(q.shape[0], k, h.actor_epsilon, h.actor_epsilon_alpha)
     return masked_epsilon_greedy(key, q, epsilon, action_mask(obs)), carry, {}
 
 
@@ -237,7 +245,8 @@ def _update(p: Any, state: QLearningState, rollout: Transition, key: jax.Array):
     state, metrics = q_learning.learn_from_replay(p, state, key, env_steps)
     actors = refresh_actors(state, num_steps, num_envs, p.cfg.actor_update_period)
     h = state.hparams
-    epsilons = actor_epsilons(p.cfg.num_actors, h.actor_epsilon, h.actor_epsilon_alpha)
+    k = actor_count(p.cfg, p.spec.num_envs)
+    epsilons = actor_epsilons(k, h.actor_epsilon, h.actor_epsilon_alpha)
     return state.replace(actors=actors), {**metrics, "epsilon": epsilons.mean()}
 
 
