@@ -201,7 +201,15 @@ def _register_value_family() -> None:
 
 
 def _register_off_policy() -> None:
-    from jaxrl.agents import mbpo, sac, td3
+    from jaxrl.agents import apex_ddpg, mbpo, sac, td3
+
+    register(
+        "apex_ddpg",
+        apex_ddpg.make_apex_ddpg,
+        config=apex_ddpg.ApexDDPGConfig,
+        description="Ape-X DDPG (Horgan et al. 2018): actors with their own noise scales and "
+        "priorities, a prioritized n-step DDPG learner",
+    )
 
     register(
         "sac",

@@ -172,13 +172,11 @@ def insert(p: Any, state: QLearningState, rollout: Transition) -> Any:
     return p.buffer.update_priorities(buffer, t * num_envs + e, priorities, priority)
 
 
-def refresh_actors(state: QLearningState, num_steps: int, num_envs: int, period: int) -> Any:
-    """The actors' copy, replaced by the learner's parameters when the actors' step count
-    (rows) crossed a multiple of ``period`` in the last ``num_steps`` rows."""
-    rows = state.step // num_envs
+def refresh_actors(actors: Any, new: Any, rows: jax.Array, num_steps: int, period: int) -> Any:
+    """``new`` (the learner's parameters) where the actors' step count ``rows`` crossed a
+    multiple of ``period`` in its last ``num_steps`` steps, else the old copy ``actors``."""
     crossed = rows // period > (rows - num_steps) // period
-    new = {"params": state.params, "target_params": state.target_params}
-    return jax.tree.map(lambda old, n: jnp.where(crossed, n, old), state.actors, new)
+    return jax.tree.map(lambda old, n: jnp.where(crossed, n, old), actors, new)
 
 
 # ---------------------------------------------------------------------------- Ape-X DQN
@@ -243,7 +241,9 @@ def _update(p: Any, state: QLearningState, rollout: Transition, key: jax.Array):
     env_steps = num_steps * num_envs
     state = state.replace(buffer=insert(p, state, rollout), step=state.step + env_steps)
     state, metrics = q_learning.learn_from_replay(p, state, key, env_steps)
-    actors = refresh_actors(state, num_steps, num_envs, p.cfg.actor_update_period)
+    new = {"params": state.params, "target_params": state.target_params}
+    rows, period = state.step // num_envs, p.cfg.actor_update_period
+    actors = refresh_actors(state.actors, new, rows, num_steps, period)
     h = state.hparams
     k = actor_count(p.cfg, p.spec.num_envs)
     epsilons = actor_epsilons(k, h.actor_epsilon, h.actor_epsilon_alpha)
