@@ -161,7 +161,15 @@ def _register_builtins() -> None:
 
 
 def _register_value_family() -> None:
-    from jaxrl.agents import munchausen, pqn, quantile
+    from jaxrl.agents import apex, munchausen, pqn, quantile
+
+    register(
+        "apex_dqn",
+        apex.make_apex_dqn,
+        config=apex.ApexDQNConfig,
+        description="Ape-X DQN (Horgan et al. 2018): actors with their own epsilons and "
+        "priorities, a prioritized double dueling n-step learner",
+    )
 
     register(
         "qrdqn",
@@ -193,7 +201,15 @@ def _register_value_family() -> None:
 
 
 def _register_off_policy() -> None:
-    from jaxrl.agents import mbpo, sac, td3
+    from jaxrl.agents import apex_ddpg, mbpo, sac, td3
+
+    register(
+        "apex_ddpg",
+        apex_ddpg.make_apex_ddpg,
+        config=apex_ddpg.ApexDDPGConfig,
+        description="Ape-X DDPG (Horgan et al. 2018): actors with their own noise scales and "
+        "priorities, a prioritized n-step DDPG learner",
+    )
 
     register(
         "sac",

@@ -168,6 +168,7 @@ class OffPolicyState:
     # With parameter-space noise (TD3/DDPG's ``param_noise``): the perturbed actor that
     # explores, its scale ``sigma`` and the last measured ``distance``; None otherwise.
     param_noise: Any = None
+    actors: Any = None  # Ape-X: the actors' copy of the parameters (agents/apex_ddpg.py)
 
 
 class Algorithm(NamedTuple):
@@ -288,10 +289,12 @@ def make_off_policy_agent(
     algorithm: Algorithm,
     name: str,
     learners: tuple[tuple[str, aux_lib.AuxLearner], ...] = (),
+    insert: Callable | None = None,
 ) -> Agent:
     """Builds ``Agent(init, act, update)`` around ``algorithm`` (module docstring);
     ``learners`` are auxiliary learners attached besides those of ``cfg`` (the VAE prior's,
-    ``agents/latent_prior.py``)."""
+    ``agents/latent_prior.py``); ``insert`` sets new items' priorities after ``add``
+    (Ape-X's actors, ``agents/apex_ddpg.py``)."""
     low, high = action_box(spec, name)
     action_dim = low.shape[0]
     centre, half = (high + low) / 2, (high - low) / 2
@@ -390,6 +393,8 @@ def make_off_policy_agent(
         if cfg.prioritized:
             beta = linear_schedule(hparams["beta_start"], 1.0, cfg.beta_decay_steps)(step)
             hparams = {**hparams, "beta": beta}
+        if insert is not None:
+            buffer_state = insert(buffer, algorithm, state, buffer_state, data, hparams, priority)
         args = (state.learner, buffer_state, hparams, key)
         shapes = jax.eval_shape(do_learn, *args)[1]
         skip = lambda learner, buffer_state, *_: (

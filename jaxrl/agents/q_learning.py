@@ -162,6 +162,7 @@ class QLearningState:
     # explores, its scale ``sigma`` and the last measured ``distance``; None otherwise.
     param_noise: Any = None
     aux: Any = None  # auxiliary learners and demonstrations (agents/auxiliary.py), or None
+    actors: Any = None  # Ape-X: the actors' copy of params and target params (agents/apex.py)
 
 
 class Exploration(NamedTuple):
@@ -386,7 +387,14 @@ def _update(p: _Parts, state: QLearningState, rollout: Transition, key: jax.Arra
     rollout = rollout._replace(extras={})
     env_steps = rollout.reward.shape[0] * rollout.reward.shape[1]
     buffer = p.buffer.add(state.buffer, rollout, _priority(p, state))
-    state = state.replace(buffer=buffer, step=state.step + env_steps)
+    return learn_from_replay(
+        p, state.replace(buffer=buffer, step=state.step + env_steps), key, env_steps
+    )
+
+
+def learn_from_replay(p: _Parts, state: QLearningState, key: jax.Array, env_steps: int = 0):
+    """``update`` once the rollout of ``env_steps`` is in the buffer and in ``state.step``:
+    the gradient steps, the target update and the metrics (Ape-X inserts its own way)."""
     learning = (state.step >= p.cfg.learning_starts) & p.buffer.can_sample(state.buffer)
     learn, skip = functools.partial(_learn, p), functools.partial(_skip, p)
     outs = jax.lax.cond(learning, learn, skip, state, key)
@@ -455,6 +463,14 @@ def make_q_agent(
     """The Q-learning agent of these parts (module docstring). ``prioritization`` must be
     given iff ``buffer`` is prioritized; ``cfg`` then needs ``beta_start``, ``alpha`` and
     ``priority_eps`` (they go into ``hparams``)."""
+    p = make_parts(spec, cfg, head, buffer, exploration, prioritization, name)
+    return Agent(
+        functools.partial(_init, p), functools.partial(_act, p), functools.partial(_update, p)
+    )
+
+
+def make_parts(spec, cfg, head, buffer, exploration, prioritization, name) -> _Parts:
+    """``make_q_agent``'s parts, for an agent that assembles them its own way (Ape-X)."""
     if not isinstance(spec.action_space, Discrete):
         raise ConfigError(
             f"agent '{name}' needs a discrete action space, but {spec.name} has a continuous "
@@ -474,8 +490,4 @@ def make_q_agent(
         hparams=QHparams if prioritization is None else PrioritizedHparams,
         aux=make_auxiliary(spec, cfg, name, encoder=_encoder(spec, network)),
     )
-    return Agent(
-        init=functools.partial(_init, parts),
-        act=functools.partial(_act, parts),
-        update=functools.partial(_update, parts),
-    )
+    return parts

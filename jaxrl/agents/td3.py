@@ -123,8 +123,9 @@ def make_agent(spec: EnvSpec, cfg: TD3Config, name: str = "td3") -> Agent:
     return with_latent_prior(spec, cfg, name, lambda s, c, extra: _build(s, c, name, extra))
 
 
-def _build(spec: EnvSpec, cfg: TD3Config, name: str, learners: tuple = ()) -> Agent:
-    """The skeleton agent with TD3's algorithm and the extra auxiliary ``learners``."""
+def _build(spec: EnvSpec, cfg: TD3Config, name: str, learners: tuple = (), insert=None) -> Agent:
+    """The skeleton agent with TD3's algorithm, the extra auxiliary ``learners`` and the
+    skeleton's ``insert`` hook (Ape-X DDPG)."""
     action_dim = action_box(spec, name)[0].shape[0]
     actor = DeterministicActor(
         action_dim, cfg.hidden_sizes, obs_ndim=len(spec.obs_shape), encoder=make_encoder(cfg, spec)
@@ -204,7 +205,7 @@ def _build(spec: EnvSpec, cfg: TD3Config, name: str, learners: tuple = ()) -> Ag
         target_actor=True,
         hparams={"policy_noise": cfg.policy_noise, "noise_clip": cfg.noise_clip},
     )
-    return make_off_policy_agent(spec, cfg, algorithm, name, learners)
+    return make_off_policy_agent(spec, cfg, algorithm, name, learners, insert)
 
 
 def make_td3(spec: EnvSpec, **overrides: Any) -> Agent:

@@ -3,6 +3,7 @@
 
 * ``replay``: uniform, full transitions (``make_uniform_replay``);
 * ``prioritized``: the same storage with prioritized sampling (``make_prioritized_replay``);
+* ``sharded``: prioritized storage split over devices (``make_sharded_prioritized_replay``);
 * ``compact``: frames stored once, stacks and n-step windows rebuilt at sample time,
   uniform or prioritized (``make_compact_replay``);
 * ``validity``: which items each can sample, as functions testable alone;
@@ -13,6 +14,7 @@ from jaxrl.buffers.base import PriorityParams, ReplayBuffer, ReplaySample
 from jaxrl.buffers.compact import CompactReplayState, make_compact_replay
 from jaxrl.buffers.prioritized import PrioritizedReplayState, make_prioritized_replay
 from jaxrl.buffers.replay import ReplayState, make_uniform_replay
+from jaxrl.buffers.sharded import ShardedReplayState, make_sharded_prioritized_replay
 from jaxrl.buffers.validity import compact_valid, window_valid
 
 __all__ = [
@@ -22,9 +24,11 @@ __all__ = [
     "ReplayBuffer",
     "ReplaySample",
     "ReplayState",
+    "ShardedReplayState",
     "compact_valid",
     "make_compact_replay",
     "make_prioritized_replay",
+    "make_sharded_prioritized_replay",
     "make_uniform_replay",
     "window_valid",
 ]

@@ -14,6 +14,10 @@ the layout either. This is the Anakin architecture of Hessel et al. 2021 ("Podra
 architectures for scalable reinforcement learning"), written with shardings rather than
 ``pmap`` (in maintenance mode in JAX 0.10) or an explicit ``shard_map``.
 
+A sharded prioritized replay in the agent state (``buffers/sharded.py``, Ape-X's
+``replay_shards``) is split over the same axis, each device holding its shards and their
+sum trees (``replay_shardings``).
+
 ``num_envs`` must be a multiple of the device count; a mesh that asks for more devices
 than the process has is a ``ConfigError``. Multi-process meshes (``jax.distributed``) use
 the same layout over ``jax.devices()``; this module builds single-process meshes.
@@ -26,6 +30,7 @@ from typing import Any
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from jaxrl.buffers.sharded import ShardedReplayState
 from jaxrl.runners.scan import Runner, RunnerState
 from jaxrl.types import ConfigError
 
@@ -66,10 +71,32 @@ def env_shardings(mesh: Mesh, state: RunnerState, num_envs: int) -> RunnerState:
 
     every = jax.tree.map(lambda _: replicated, state)
     return every.replace(
+        agent_state=replay_shardings(mesh, state.agent_state),
         env_state=jax.tree.map(per_env, state.env_state),
         obs=jax.tree.map(per_env, state.obs),
         carry=jax.tree.map(per_env, state.carry),
     )
+
+
+def replay_shardings(mesh: Mesh, agent_state: Any) -> Any:
+    """Shardings of an agent state: a sharded replay's shards (``buffers/sharded.py``,
+    leading axis ``[S]``) split over ``mesh``, ``S / D`` per device; the rest replicated.
+    ``ConfigError`` when the device count does not divide ``S``."""
+    split = NamedSharding(mesh, PartitionSpec(AXIS))
+    replicated = NamedSharding(mesh, PartitionSpec())
+
+    def place(node: Any) -> Any:
+        if not isinstance(node, ShardedReplayState):
+            return replicated
+        shards = jax.tree.leaves(node)[0].shape[0]
+        if shards % mesh.size:
+            raise ConfigError(
+                f"--devices {mesh.size} does not divide the replay's {shards} shards "
+                f"(agent option replay_shards); use a multiple of {mesh.size} shards"
+            )
+        return jax.tree.map(lambda _: split, node)
+
+    return jax.tree.map(place, agent_state, is_leaf=lambda x: isinstance(x, ShardedReplayState))
 
 
 def data_parallel(runner: Runner, mesh: Mesh, num_envs: int) -> Runner:
