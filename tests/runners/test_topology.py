@@ -32,7 +32,9 @@ def run_all(ids, num_processes, timeout=5.0):
             out[key] = e
 
     keys = [(i, k) if ids.count(i) > 1 else i for k, i in enumerate(ids)]
-    threads = [threading.Thread(target=one, args=(key, i)) for key, i in zip(keys, ids)]
+    threads = [
+        threading.Thread(target=one, args=(key, i)) for key, i in zip(keys, ids, strict=True)
+    ]
     for t in threads:
         t.start()
     for t in threads:
