@@ -36,7 +36,7 @@ from jaxrl.types import ConfigError
 # What ``--resume`` takes besides the run directory; any other flag is an error.
 RESUME_MAY_CHANGE = (
     *("help", "resume", "step", "steps", "checkpoint_every", "keep", "logdir", "watchdog"),
-    "imports",
+    *("imports", "devices"),
 )
 
 
@@ -312,7 +312,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 what = given[0] if given else f"--{next(iter(overrides))}"
                 raise ConfigError(
                     f"--resume continues a run with its saved config; {what} cannot be "
-                    "changed (only --steps, --step, --checkpoint-every, --keep and --watchdog)"
+                    "changed (only --steps, --step, --checkpoint-every, --keep, --watchdog and "
+                    "--devices)"
                 )
             resume_experiment(
                 args.resume,
@@ -321,6 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 keep=args.keep,
                 step=args.step,
                 watchdog=args.watchdog,
+                devices=None if args.devices is None else _devices(args.devices),
             )
             return 0
         if args.step is not None:
