@@ -130,23 +130,12 @@ def _make_parser() -> _Parser:
         help="split the envs over N local devices, or 'all' (default 1; JAX-native envs)",
     )
     parser.add_argument(
-        "--coordinator",
-        action=_Once,
-        metavar="HOST:PORT",
-        help="jax.distributed: process 0's address (or JAXRL_COORDINATOR; jaxrl.launch)",
+        "--coordinator", action=_Once, metavar="H:P", help="jax.distributed: process 0's HOST:PORT"
     )
+    parser.add_argument("--num-processes", action=_Once, type=int, metavar="N", help="of the job")
+    parser.add_argument("--process-id", action=_Once, type=int, metavar="I", help="0 .. N-1")
     parser.add_argument(
-        "--num-processes", action=_Once, type=int, metavar="N", help="processes of the job"
-    )
-    parser.add_argument(
-        "--process-id", action=_Once, type=int, metavar="I", help="this process's id, 0..N-1"
-    )
-    parser.add_argument(
-        "--init-timeout",
-        action=_Once,
-        type=float,
-        metavar="SECONDS",
-        help="seconds the processes have to join (300)",
+        "--init-timeout", action=_Once, type=float, metavar="S", help="to join, seconds (300)"
     )
     parser.add_argument(
         "--actor-threads",
