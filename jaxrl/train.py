@@ -36,7 +36,7 @@ from jaxrl.types import ConfigError
 # What ``--resume`` takes besides the run directory; any other flag is an error.
 RESUME_MAY_CHANGE = (
     *("help", "resume", "step", "steps", "checkpoint_every", "keep", "logdir", "watchdog"),
-    "imports",
+    *("imports", "devices"),
 )
 
 
@@ -128,6 +128,14 @@ def _make_parser() -> _Parser:
         "--devices",
         metavar="N",
         help="split the envs over N local devices, or 'all' (default 1; JAX-native envs)",
+    )
+    parser.add_argument(
+        "--coordinator", action=_Once, metavar="H:P", help="jax.distributed: process 0's HOST:PORT"
+    )
+    parser.add_argument("--num-processes", action=_Once, type=int, metavar="N", help="of the job")
+    parser.add_argument("--process-id", action=_Once, type=int, metavar="I", help="0 .. N-1")
+    parser.add_argument(
+        "--init-timeout", action=_Once, type=float, metavar="S", help="to join, seconds (300)"
     )
     parser.add_argument(
         "--actor-threads",
@@ -244,6 +252,32 @@ def _devices(value: str | None) -> int | str:
         raise ConfigError(f"--devices must be a positive integer or 'all', got '{value}'") from None
 
 
+def _join(args: argparse.Namespace) -> None:
+    """Joins the job of ``--coordinator/--num-processes/--process-id`` (or of the
+    ``JAXRL_*`` variables ``python -m jaxrl.launch`` sets; ``runners.topology``): a peer
+    that does not come within ``--init-timeout`` is a ``ConfigError``."""
+    from jaxrl.runners.topology import DEFAULT_TIMEOUT, Topology, join
+
+    flags = (args.coordinator, args.num_processes, args.process_id)
+    topology = Topology.from_env()
+    if any(flag is not None for flag in flags):
+        if None in flags:
+            raise ConfigError("give --coordinator, --num-processes and --process-id together")
+        timeout = DEFAULT_TIMEOUT if args.init_timeout is None else args.init_timeout
+        topology = Topology(*flags, timeout)
+    elif args.init_timeout is not None and topology is None:
+        raise ConfigError("--init-timeout is for a job of several processes (--num-processes)")
+    join(topology)
+    if topology is not None and topology.num_processes > 1:
+        import jax
+
+        raise ConfigError(
+            f"joined {jax.process_count()} processes, but jaxrl.train runs one run per "
+            "process: split a run over processes with runners.devices.data_parallel on a "
+            "mesh of jax.devices() in a program of your own"
+        )
+
+
 def _names(value: str) -> list[str]:
     """``"tensorboard,wandb"`` -> ``["tensorboard", "wandb"]`` (``""``: none)."""
     return [name.strip() for name in value.split(",") if name.strip()]
@@ -253,6 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args, overrides = parse_args(argv)
+        _join(args)
         from jaxrl.networks.spec import import_modules
 
         import_modules(args.imports)
@@ -266,7 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 what = given[0] if given else f"--{next(iter(overrides))}"
                 raise ConfigError(
                     f"--resume continues a run with its saved config; {what} cannot be "
-                    "changed (only --steps, --step, --checkpoint-every, --keep and --watchdog)"
+                    "changed (only --steps, --step, --checkpoint-every, --keep, --watchdog and "
+                    "--devices)"
                 )
             resume_experiment(
                 args.resume,
@@ -275,6 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 keep=args.keep,
                 step=args.step,
                 watchdog=args.watchdog,
+                devices=None if args.devices is None else _devices(args.devices),
             )
             return 0
         if args.step is not None:

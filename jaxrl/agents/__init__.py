@@ -89,7 +89,7 @@ def make(name: str, spec: EnvSpec, **overrides: Any) -> Agent:
 
 
 def _register_builtins() -> None:
-    from jaxrl.agents import a2c, dqn, impala, ppo, rainbow, random_agent
+    from jaxrl.agents import a2c, a3c, dqn, impala, ppo, rainbow, random_agent
 
     register(
         "dqn",
@@ -117,6 +117,13 @@ def _register_builtins() -> None:
         config=a2c.A2CConfig,
         description="synchronous advantage actor-critic (Mnih et al. 2016), discrete or "
         "continuous actions",
+    )
+    register(
+        "a3c",
+        a3c.make_a3c,
+        config=a3c.A3CConfig,
+        description="asynchronous advantage actor-critic (Mnih et al. 2016): workers apply "
+        "their gradients to shared parameters with --actor-threads K; A2C without",
     )
     register(
         "impala",

@@ -90,13 +90,24 @@ def gradient_step(
     def step(carry, minibatch):
         params, opt_state = carry
         grads, aux = jax.grad(loss_fn, has_aux=True)(params, hparams, minibatch)
-        updates, opt_state = optimizer.update(
-            grads, opt_state, params, max_norm=hparams.max_grad_norm
-        )
-        params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
-        return (params, opt_state), aux
+        return apply_gradient(optimizer, hparams, lr, params, opt_state, grads), aux
 
     return step
+
+
+def apply_gradient(
+    optimizer: optax.GradientTransformationExtraArgs,
+    hparams: Any,
+    lr: Array,
+    params: Any,
+    opt_state: Any,
+    grads: Any,
+) -> tuple[Any, Any]:
+    """``(params, opt_state)`` after one step on ``grads``: clipped to
+    ``hparams.max_grad_norm``, through the optimizer, times ``-lr``."""
+    updates, opt_state = optimizer.update(grads, opt_state, params, max_norm=hparams.max_grad_norm)
+    params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
+    return params, opt_state
 
 
 def run_epochs(
@@ -342,14 +353,13 @@ def actor_critic_parts(
     )
 
 
-def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objective, name: str):
-    """Builds the ``Agent`` of an actor-critic learner for ``spec`` (see the module
-    docstring); raises ``ConfigError`` for an action space it cannot handle."""
-    parts = actor_critic_parts(spec, cfg, objective.hparams, name)
-    network, optimizer, discrete, norm_obs, policy = parts[:5]
+def objective_loss(parts: ActorCriticParts, cfg: ActorCriticConfig, objective: Objective):
+    """``loss_fn(params, hparams, minibatch: RolloutBatch) -> (loss, aux)``: ``objective``'s
+    policy and value losses plus the weighted value loss minus the entropy bonus;
+    ``aux = (policy_loss, value_loss, entropy, approx_kl, clip_fraction)``."""
 
     def loss_fn(params: Any, hparams: Any, mb: RolloutBatch):
-        dist, value = policy(params, mb.obs)
+        dist, value = parts.policy(params, mb.obs)
         log_prob, entropy = parts.log_prob_entropy(dist, mb.action)
         advantage = normalize_advantages(mb.advantage) if cfg.normalize_advantage else mb.advantage
         losses = objective.loss(log_prob, value, mb, advantage, hparams)
@@ -362,6 +372,33 @@ def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objectiv
         aux = (losses.policy_loss, losses.value_loss, entropy, losses.approx_kl)
         return loss, (*aux, losses.clip_fraction)
 
+    return loss_fn
+
+
+def rollout_batch(parts: ActorCriticParts, cfg: ActorCriticConfig, state: Any, rollout: Transition):
+    """``(batch, return_stats, discounted_return)``: the rollout ``[T, N]`` flattened to
+    a ``RolloutBatch [T * N]`` with GAE advantages and targets (normalized observations,
+    learning rewards), and the reward-scaling statistics after it."""
+    h = state.hparams
+    obs, next_obs = parts.norm_obs(state, rollout.obs), parts.norm_obs(state, rollout.next_obs)
+    return_stats, discounted_return, reward = learning_rewards(cfg, state, rollout)
+    next_value = parts.network.apply(state.params, main_obs(next_obs), method=ActorCritic.critic)
+    value = rollout.extras["value"]
+    advantage, target = gae(
+        reward, value, next_value, rollout.terminated, rollout.truncated, h.gamma, h.gae_lambda
+    )
+    action = rollout.action if parts.discrete else rollout.extras["raw_action"]
+    batch = flatten(RolloutBatch(obs, action, rollout.extras["log_prob"], value, advantage, target))
+    return batch, return_stats, discounted_return
+
+
+def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objective, name: str):
+    """Builds the ``Agent`` of an actor-critic learner for ``spec`` (see the module
+    docstring); raises ``ConfigError`` for an action space it cannot handle."""
+    parts = actor_critic_parts(spec, cfg, objective.hparams, name)
+    optimizer = parts.optimizer
+    loss_fn = objective_loss(parts, cfg, objective)
+
     def update(state: ActorCriticState, rollout: Transition, key: Array):
         h = state.hparams
         epochs, num_minibatches = objective.update_epochs, objective.num_minibatches
@@ -371,17 +408,7 @@ def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objectiv
                 f"agent '{name}': rollout_len x num_envs = {env_steps} is not divisible by "
                 f"num_minibatches = {num_minibatches}"
             )
-        obs, next_obs = norm_obs(state, rollout.obs), norm_obs(state, rollout.next_obs)
-        return_stats, discounted_return, reward = learning_rewards(cfg, state, rollout)
-        next_value = network.apply(state.params, main_obs(next_obs), method=ActorCritic.critic)
-        value = rollout.extras["value"]
-        advantage, target = gae(
-            reward, value, next_value, rollout.terminated, rollout.truncated, h.gamma, h.gae_lambda
-        )
-        action = rollout.action if discrete else rollout.extras["raw_action"]
-        batch = flatten(
-            RolloutBatch(obs, action, rollout.extras["log_prob"], value, advantage, target)
-        )
+        batch, return_stats, discounted_return = rollout_batch(parts, cfg, state, rollout)
         lr = learning_rate(cfg, state)
         step = gradient_step(loss_fn, optimizer, h, lr)
         carry = (state.params, state.opt_state)

@@ -179,13 +179,16 @@ def resume_experiment(
     keep: int | None = None,
     step: int | None = None,
     watchdog: float | None = None,
+    devices: int | str | None = None,
 ) -> Summary | None:
     """Continues ``run_dir`` from its newest readable checkpoint (or ``step``), appending
     to its metrics; returns None, changing nothing, when the run is already complete.
 
     ``steps`` changes the run's total env steps (the one config value a resume may
     change; never below the steps already done); ``checkpoint_every``, ``keep`` and
-    ``watchdog`` replace those of ``launch.yaml``. A newer unreadable checkpoint is
+    ``watchdog`` replace those of ``launch.yaml``; so does ``devices``: the checkpoint is
+    restored onto the new device count's layout (``runners.devices``), every array as it
+    was saved, and the run goes on there. A newer unreadable checkpoint is
     skipped, and said.
     """
     console = console or Console()
@@ -198,6 +201,8 @@ def resume_experiment(
         changes = {k: v for k, v in changes.items() if v is not None}
         if changes:
             setup.launch = dataclasses.replace(setup.launch, **changes)
+        if devices is not None and devices != setup.launch.devices:
+            setup = build_setup(setup.cfg, dataclasses.replace(setup.launch, devices=devices))
         if steps is not None and steps != setup.cfg["run"]["steps"]:
             run = {**setup.cfg["run"], "steps": steps}
             run = config_to_dict(build_config(RunConfig, run, "run"))

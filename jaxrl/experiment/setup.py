@@ -27,6 +27,7 @@ from jaxrl.experiment import callbacks, sweep, warmstart
 from jaxrl.experiment.config import dump, env_kwargs, resolve
 from jaxrl.experiment.logging import check_loggers
 from jaxrl.runners import RunConfig, Runner, devices
+from jaxrl.runners.a3c import asynchronous_parts, make_a3c_runner
 from jaxrl.runners.sebulba import make_sebulba_runner
 from jaxrl.types import ConfigError
 
@@ -315,6 +316,11 @@ def _actor_learner(cfg, launch, env, eval_env, agent, run_cfg) -> Setup:
         raise ConfigError(f"{what} needs a JAX-native env; '{cfg['env']['name']}' is not")
     if env.spec.num_players > 1:
         raise ConfigError(f"{what} runs a single-agent env; '{cfg['env']['name']}' has players")
+    if asynchronous_parts(agent) is not None:  # A3C: workers apply their own gradients
+        runner = make_a3c_runner(
+            agent, env, run_cfg, eval_env, launch.actor_threads, launch.queue_size
+        )
+        return Setup(cfg, launch, env, eval_env, agent, runner, launch.members(run_cfg.seed))
     runner = make_sebulba_runner(
         agent, env, run_cfg, eval_env, launch.actor_threads, launch.queue_size, launch.sync_actors
     )

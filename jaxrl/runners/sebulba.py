@@ -86,6 +86,15 @@ class ParameterStore:
         self._state, self._version = agent_state, version
         self._cond = threading.Condition()
 
+    def apply(self, fn: Any) -> tuple[int, Any]:
+        """Replaces the state by ``fn(state)`` as one step (A3C's workers: a gradient
+        applied to the newest parameters) and publishes it as the next version; returns
+        ``(version, state)`` after it."""
+        with self._cond:
+            self._state, self._version = fn(self._state), self._version + 1
+            self._cond.notify_all()
+            return self._version, self._state
+
     def publish(self, agent_state: Any, version: int) -> None:
         with self._cond:
             self._state, self._version = agent_state, version
@@ -96,6 +105,37 @@ class ParameterStore:
         with self._cond:
             self._cond.wait_for(lambda: self._version >= at_least)
             return self._version, self._state
+
+
+def make_init(agent: Agent, env: Env, actor_threads: int):
+    """``init(key, hparams=None) -> SebulbaState``: the agent state and ``actor_threads``
+    actors, each with its envs reset and its own key (Sebulba's and A3C's workers)."""
+    initial_carry = agent.init_carry(env.spec.num_envs)
+
+    def init(key: jax.Array, hparams: Any = None) -> SebulbaState:
+        key, agent_key, *actor_keys = jax.random.split(key, 2 + actor_threads)
+        agent_state = jax.jit(agent.init)(agent_key)
+        if hparams is not None:
+            agent_state = agent_state.replace(hparams=hparams)
+        actors = []
+        for actor_key in actor_keys:
+            actor_key, env_key = jax.random.split(actor_key)
+            env_state, timestep = jax.jit(env.reset)(env_key)
+            actors.append(ActorState(env_state, timestep.obs, initial_carry, actor_key))
+        return SebulbaState(agent_state, actors, key, 0, 0)
+
+    return init
+
+
+def chunk_metrics(rows: list, layout: ChunkLayout, chunk: int) -> dict[str, Any]:
+    """A chunk's per-iteration metrics from its ``(stats, agent_metrics)`` rows, with the
+    fused runner's ``step`` and ``eval_return`` (NaN; set by the caller where it evaluates)."""
+    stats, agent_metrics = jax.device_get(([r[0] for r in rows], [r[1] for r in rows]))
+    metrics = {k: np.stack([m[k] for m in agent_metrics]) for k in agent_metrics[0]}
+    metrics.update({k: np.stack([s[k].sum() for s in stats]) for k in stats[0]})
+    metrics["step"] = layout.iteration_steps(chunk, np)
+    metrics["eval_return"] = np.full(len(rows), np.nan, np.float32)
+    return metrics
 
 
 def make_sebulba_runner(
@@ -117,7 +157,6 @@ def make_sebulba_runner(
     num_envs = env.spec.num_envs
     layout = ChunkLayout.of(config, num_envs)
     iterations = layout.iterations_per_chunk
-    initial_carry = agent.init_carry(num_envs)
     collect = jax.jit(make_rollout(agent, env, config.rollout_len))
     evaluate = jax.jit(make_evaluate(agent, eval_env or env))
 
@@ -128,17 +167,7 @@ def make_sebulba_runner(
 
     update = jax.jit(update_fn)
 
-    def init(key: jax.Array, hparams: Any = None) -> SebulbaState:
-        key, agent_key, *actor_keys = jax.random.split(key, 2 + actor_threads)
-        agent_state = jax.jit(agent.init)(agent_key)
-        if hparams is not None:
-            agent_state = agent_state.replace(hparams=hparams)
-        actors = []
-        for actor_key in actor_keys:
-            actor_key, env_key = jax.random.split(actor_key)
-            env_state, timestep = jax.jit(env.reset)(env_key)
-            actors.append(ActorState(env_state, timestep.obs, initial_carry, actor_key))
-        return SebulbaState(agent_state, actors, key, 0, 0)
+    init = make_init(agent, env, actor_threads)
 
     def act_loop(a: int, actor: ActorState, store: ParameterStore, out, first: int) -> None:
         """Actor ``a``: its rollouts of this chunk (global indices ``g = first + i`` with
@@ -184,12 +213,8 @@ def make_sebulba_runner(
         for thread in threads:
             thread.join()
         chunk = state.chunk + 1
-        stats, agent_metrics = jax.device_get(([r[0] for r in rows], [r[1] for r in rows]))
-        metrics = {k: np.stack([m[k] for m in agent_metrics]) for k in agent_metrics[0]}
-        metrics.update({k: np.stack([s[k].sum() for s in stats]) for k in stats[0]})
+        metrics = chunk_metrics(rows, layout, chunk)
         metrics["policy_lag"], metrics["queue_wait_s"] = lag, waits
-        metrics["step"] = layout.iteration_steps(chunk, np)
-        metrics["eval_return"] = np.full(iterations, np.nan, np.float32)
         key, eval_key = jax.random.split(key)
         if layout.evaluates(chunk):
             metrics["eval_return"][-1] = float(evaluate(agent_state, eval_key).mean())
