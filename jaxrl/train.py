@@ -111,8 +111,7 @@ def _make_parser() -> _Parser:
         "--watchdog",
         type=float,
         metavar="SECONDS",
-        help="end the run (exit 4, stacks written) when one chunk runs longer (default "
-        "3600; 0: off)",
+        help="stalled-chunk limit: exit 4, stacks (3600; 0: off)",
     )
     parser.add_argument(
         "--seeds", type=int, metavar="K", help="train K seeds (seed, seed+1, ...) as one program"
@@ -121,13 +120,13 @@ def _make_parser() -> _Parser:
         "--sweep",
         action="append",
         default=[],
-        metavar="agent.NAME=V1,V2",
-        help="vmap over values of a continuous hyperparameter (repeatable: a grid)",
+        metavar="agent.K=V,V",
+        help="vmap over values (repeatable: a grid)",
     )
     parser.add_argument(
         "--devices",
         metavar="N",
-        help="split the envs over N local devices, or 'all' (default 1; JAX-native envs)",
+        help="split the envs over N local devices, or 'all' (1)",
     )
     parser.add_argument(
         "--coordinator", action=_Once, metavar="H:P", help="jax.distributed: process 0's HOST:PORT"
@@ -141,7 +140,7 @@ def _make_parser() -> _Parser:
         "--actor-threads",
         type=int,
         metavar="K",
-        help="Sebulba: K actor threads feed the learner (JAX-native envs)",
+        help="Sebulba, A3C: K actor threads feed the learner",
     )
     parser.add_argument(
         "--queue-size", type=int, metavar="Q", help="with --actor-threads: rollouts queued (2)"
@@ -170,13 +169,12 @@ def _make_parser() -> _Parser:
         action="append",
         default=[],
         metavar="MODULE",
-        help="import a module first (it may register torsos or envs); repeatable",
+        help="import first (to register torsos, envs); repeatable",
     )
     parser.add_argument(
         "--log",
         metavar="NAMES",
-        help="loggers besides metrics.jsonl/csv, comma-separated: tensorboard, wandb "
-        "(default tensorboard)",
+        help="extra loggers: tensorboard, wandb (tensorboard)",
     )
     parser.add_argument(
         "--callback",
