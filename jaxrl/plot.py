@@ -226,7 +226,8 @@ def group_curves(
     ``values`` ``[seeds, G]``, ``final`` ``[seeds]`` (each curve's last finite raw value)."""
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for curve in curves:
-        groups.setdefault(tuple(sorted(curve["options"].items(), key=str)), []).append(curve)
+        key = tuple(sorted((k, repr(v)) for k, v in curve["options"].items()))  # a torso
+        groups.setdefault(key, []).append(curve)  # spec is a dict: compared by its repr
     keys = sorted({k for c in curves for k in c["options"]})
     varying = [k for k in keys if len({repr(c["options"].get(k)) for c in curves}) > 1]
     varying = [k for k in varying if k != "run.steps"] or varying

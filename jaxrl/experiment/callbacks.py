@@ -8,10 +8,21 @@ loggers), or a plain function, which is called as ``on_chunk``::
     on_chunk(event: Event) -> str | None     # after every chunk; a non-empty str stops
     on_end(event: Event) -> None             # after the last chunk and the last checkpoint
 
-``on_chunk`` runs after the chunk's non-finite guard passed and before its metric rows
-are written, so a callback logs more by adding keys to the rows in ``event.rows`` (one per
-member; they reach ``metrics.jsonl``, ``metrics.csv`` (whose header the first row fixes)
-and the loggers). Returning a reason (a non-empty string) ends the run after this chunk
+The driver's own recording is written as callbacks too (``experiment.recorders``:
+``MetricsLog`` writes the rows to the files and loggers, ``Checkpointer`` saves, ``Progress``
+moves the console's line), run in one list with a user's, in this order (the contract):
+
+* ``on_start`` and ``on_end``: the built-ins first, then the user's callbacks in the order
+  given, so a user's ``on_end`` runs after the final checkpoint is on disk
+  (``event.checkpoint_step == event.step``);
+* ``on_chunk``: after the chunk's non-finite guard passed, the user's callbacks first, then
+  ``MetricsLog``, ``Checkpointer`` and ``Progress``. So a callback logs more by adding keys
+  to the rows in ``event.rows`` (one per member; they reach ``metrics.jsonl``,
+  ``metrics.csv`` (whose header the first row fixes) and the loggers), and
+  ``event.checkpoint_step`` is the newest checkpoint before this chunk's (None if none):
+  this chunk's checkpoint, if one is due, is written after its rows.
+
+Returning a reason (a non-empty string) from ``on_chunk`` ends the run after this chunk
 as ``run.stop_return`` does: a checkpoint, the final evaluation, and a summary whose
 ``stopped_by`` reads ``"SPEC: reason"`` (exit code 0). ``event.state`` is the runner
 state on the device (``event.state.agent_state``; every leaf with a leading member axis
@@ -59,8 +70,10 @@ _REGISTRY: dict[str, Callable[..., Any] | str] = {
 class Event:
     """What a callback is handed: ``step`` (env steps done, per member), ``chunk`` (chunks
     done), ``total_steps``, ``rows`` (this chunk's metric rows, one per member; empty for
-    ``on_start``/``on_end``), ``state`` (the runner state), ``run_dir`` and ``setup``
-    (``experiment.setup.Setup``: ``agent``, ``env``, ``cfg``, ``launch``, ``members``)."""
+    ``on_start``/``on_end``), ``state`` (the runner state), ``run_dir``, ``setup``
+    (``experiment.setup.Setup``: ``agent``, ``env``, ``cfg``, ``launch``, ``members``) and
+    ``checkpoint_step``: the env step of the run's newest checkpoint (None before the
+    first), set by the built-in ``Checkpointer`` (see the module docstring for when)."""
 
     step: int
     chunk: int
@@ -69,6 +82,7 @@ class Event:
     state: Any
     run_dir: Path
     setup: Any
+    checkpoint_step: int | None = None
 
     @property
     def agent_state(self) -> Any:
@@ -158,14 +172,17 @@ def check(specs: Sequence[str], resolve_them: bool = False) -> list[str]:
 
 
 class Callbacks:
-    """The run's callbacks, each kept with its spec; calls their hooks in order."""
+    """The run's callbacks, each kept with its spec, and the driver's ``builtins``
+    (``experiment.recorders``); calls their hooks in the order of the module docstring:
+    built-ins first at the start and the end, last after a chunk."""
 
-    def __init__(self, specs: Sequence[str]):
+    def __init__(self, specs: Sequence[str], builtins: Sequence[Any] = ()):
         self.items = [(spec, resolve(spec)) for spec in specs]
+        self.builtins = [(type(b).__name__, b) for b in builtins]
 
-    def _call(self, hook: str, event: Event) -> list[tuple[str, Any]]:
+    def _call(self, hook: str, event: Event, items) -> list[tuple[str, Any]]:
         out = []
-        for spec, callback in self.items:
+        for spec, callback in items:
             fn = getattr(callback, hook, None)
             if fn is None and hook == "on_chunk" and callable(callback):
                 fn = callback
@@ -174,15 +191,16 @@ class Callbacks:
         return out
 
     def start(self, event: Event) -> None:
-        self._call("on_start", event)
+        self._call("on_start", event, self.builtins + self.items)
 
     def chunk(self, event: Event) -> str | None:
         """Runs every ``on_chunk``; the first stop as ``"SPEC: reason"``, else None."""
-        stops = [f"{spec}: {why}" for spec, why in self._call("on_chunk", event) if why]
+        done = self._call("on_chunk", event, self.items + self.builtins)
+        stops = [f"{spec}: {why}" for spec, why in done if why]
         return stops[0] if stops else None
 
     def end(self, event: Event) -> None:
-        self._call("on_end", event)
+        self._call("on_end", event, self.builtins + self.items)
 
 
 class StopWhen:

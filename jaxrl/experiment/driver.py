@@ -15,10 +15,12 @@ Between chunks the driver applies the ``guards``: a non-finite metric or agent s
 raises ``guards.NonFinite`` before that state is saved (the CLI exits with code 3), a
 finite loss that has left any plausible scale gets one ``warning:`` line, and
 a SIGINT or SIGTERM (``guards.StopSignals``) ends the run after the current chunk with a
-checkpoint and the summary, raising ``guards.Interrupted``. The run's callbacks
-(``launch.callbacks``, ``experiment.callbacks``) are called at the start, after each
-chunk (before its rows are written; one may stop the run, which then ends as at
-``stop_return``, its summary's ``stopped_by`` saying why) and at the end. What differs
+checkpoint and the summary, raising ``guards.Interrupted``. Then come the callbacks, in
+one list: the run's own (``launch.callbacks``, ``experiment.callbacks``; one may stop the
+run, which then ends as at ``stop_return``, its summary's ``stopped_by`` saying why) and
+the built-in recorders (``experiment.recorders``: metric rows to their files and loggers,
+periodic and final checkpoints, the progress line), called at the start, after each
+chunk and at the end in the order ``experiment.callbacks`` states. What differs
 between a fused and a host runner (jitting, what a checkpoint holds) comes from the
 ``Runner``; the driver has no case of its own.
 """
@@ -37,7 +39,7 @@ import jax
 import numpy as np
 from rich.console import Console
 
-from jaxrl.experiment import callbacks, checkpoint, guards, report
+from jaxrl.experiment import callbacks, checkpoint, guards, recorders, report
 from jaxrl.experiment.histograms import make_collector
 from jaxrl.experiment.logging import MetricsWriter
 from jaxrl.experiment.setup import Setup
@@ -122,7 +124,12 @@ def prepare(setup: Setup, restored: Any = None, warm: Any = None) -> Prepared:
 
 
 class _Driver:
-    """One process's part of a run: the loop over chunks and what happens between them."""
+    """One process's part of a run: the loop over chunks and what happens between them.
+
+    A chunk reads top to bottom: run it, apply the guards, update the position, call the
+    callbacks: the user's and the built-in recorders (``experiment.recorders``: rows to
+    files and loggers, checkpoints, the progress line) in the order of
+    ``experiment.callbacks``."""
 
     def __init__(
         self,
@@ -141,7 +148,6 @@ class _Driver:
         self.position = Position.resumed(meta, self.layout.steps_per_chunk)
         if self.position.first_solve_steps is None:
             self.position.first_solve_steps = [None] * len(setup.members)
-        self.saved_step = restored.step if restored is not None else None
         self.writer = MetricsWriter(
             run_dir,
             keep_rows=int(meta["rows"]) if restored is not None else None,
@@ -150,82 +156,86 @@ class _Driver:
             config=setup.cfg,
         )
         self.saver = checkpoint.CheckpointWriter(run_dir, keep=setup.launch.keep)
-        wants = self.writer.takes_histograms and not setup.launch.batched
-        self.histograms = make_collector(setup.agent, setup.eval_env) if wants else None
+        batched = setup.launch.batched
+        wants = self.writer.takes_histograms and not batched
+        histograms = make_collector(setup.agent, setup.eval_env) if wants else None
         self.watchdog = guards.Watchdog(
             setup.launch.watchdog, run_dir / "watchdog-stacks.txt", f"; {_resume_hint(run_dir)}"
         )
-        self.callbacks = callbacks.Callbacks(setup.launch.callbacks)
+        self.bar = report.ProgressBar(console, self.layout.total_steps, self.position.steps)
+        self.log = recorders.MetricsLog(self.writer, self.position, batched, histograms)
+        self.checkpointer = recorders.Checkpointer(
+            self.saver,
+            setup.launch.checkpoint_every,
+            setup.runner.save,
+            lambda: self.position.meta(self.now()),
+            lambda: self.position.steps,
+            restored.step if restored is not None else None,
+        )
+        builtins = (self.log, self.checkpointer, recorders.Progress(self.bar))
+        self.callbacks = callbacks.Callbacks(setup.launch.callbacks, builtins)
 
     def event(self, state: Any, rows: list[dict[str, Any]]) -> callbacks.Event:
         step = rows[0]["step"] if rows else self.position.steps
         total = self.layout.total_steps
         return callbacks.Event(
-            step, self.position.chunk, total, rows, state, self.run_dir, self.setup
+            step,
+            self.position.chunk,
+            total,
+            rows,
+            state,
+            self.run_dir,
+            self.setup,
+            self.checkpointer.saved_step,
         )
 
     def now(self) -> float:
         """Wall seconds of the whole run so far, earlier processes' included."""
         return self.position.time + time.perf_counter() - self.start
 
-    def save(self, state: Any) -> None:
-        meta = self.position.meta(self.now())
-        self.saver.save(self.position.steps, self.setup.runner.save(state), meta)
-        self.saved_step = self.position.steps
-
-    def write_rows(
-        self, metrics: Any, chunk_start: float, state: Any = None
-    ) -> tuple[list[dict[str, Any]], float]:
-        """Writes a chunk's metric rows, first handed with ``state`` to the callbacks (when
-        ``state`` is given; a stop they ask for is kept in ``position.stopped_by``);
-        returns the rows and the chunk's env steps per second."""
-        pos, batched = self.position, self.setup.launch.batched
+    def rows(self, metrics: Any, chunk_start: float) -> list[dict[str, Any]]:
+        """A chunk's metric rows (one per member) with the run's wall ``time`` and the
+        chunk's env steps per second ``sps``; adds the chunk to ``position.run_time``."""
+        pos = self.position
         chunk_time = time.perf_counter() - chunk_start
         pos.run_time += chunk_time
-        now = self.now()
-        sps = self.layout.steps_per_chunk / chunk_time
-        rows = report.member_rows(metrics, self.setup.members, batched)
+        now, sps = self.now(), self.layout.steps_per_chunk / chunk_time
+        rows = report.member_rows(metrics, self.setup.members, self.setup.launch.batched)
         for row in rows:
             row["time"], row["sps"] = now, sps
-        if state is not None:
-            pos.stopped_by = self.callbacks.chunk(self.event(state, rows))
-        for row in rows:
-            self.writer.write(row, tag_prefix=report.tag_prefix(row, batched))
-        pos.rows += len(rows)
-        return rows, sps
+        return rows
 
-    def run_chunk(self, run_chunk: Any, state: Any, bar: report.ProgressBar) -> tuple[Any, bool]:
-        """Runs one chunk and logs it; returns the state and whether the run should stop."""
-        setup, pos, batched = self.setup, self.position, self.setup.launch.batched
+    def guards(self, state: Any, metrics: Any, chunk_start: float) -> None:
+        """Raises ``guards.NonFinite`` (after writing the rows that show the divergence)
+        for a non-finite metric or state; one ``warning:`` line for a diverging loss."""
+        try:
+            self.guard.check(state.agent_state, metrics, int(np.max(metrics["step"])))
+        except guards.NonFinite:
+            self.log.write_rows(self.rows(metrics, chunk_start))
+            raise
+        warning = self.guard.diverging(metrics)
+        if warning is not None:
+            print(f"warning: {warning}", file=sys.stderr, flush=True)
+
+    def run_chunk(self, run_chunk: Any, state: Any) -> tuple[Any, bool]:
+        """Runs one chunk, its guards and its callbacks; returns the state and whether the
+        run should stop."""
+        pos = self.position
         chunk_start = time.perf_counter()
         self.watchdog.chunk(pos.chunk + 1)
         state, metrics = run_chunk(state)
         pos.chunk += 1
         metrics = jax.device_get(metrics)
         self.watchdog.done()
-        try:
-            self.guard.check(state.agent_state, metrics, int(np.max(metrics["step"])))
-        except guards.NonFinite:
-            self.write_rows(metrics, chunk_start)  # the rows that show the divergence
-            raise
-        warning = self.guard.diverging(metrics)
-        if warning is not None:
-            print(f"warning: {warning}", file=sys.stderr, flush=True)
-        rows, sps = self.write_rows(metrics, chunk_start, state)
-        prev, pos.steps = pos.steps, rows[0]["step"]
-        eval_mean = report.mean_eval(rows)
+        self.guards(state, metrics, chunk_start)
+        rows = self.rows(metrics, chunk_start)
+        pos.steps, eval_mean = rows[0]["step"], report.mean_eval(rows)
         if not math.isnan(eval_mean):
             pos.best = eval_mean if math.isnan(pos.best) else max(pos.best, eval_mean)
-            if self.histograms is not None:  # eval/q_values or eval/action_probs, eval/actions
-                values = self.histograms(state.agent_state, jax.random.PRNGKey(pos.chunk))
-                self.writer.histograms({f"eval/{k}": v for k, v in values.items()}, pos.steps)
-        bar.update(pos.steps, sps * len(rows), report.mean_return(rows), eval_mean)
-        every = setup.launch.checkpoint_every
-        if every and pos.steps // every > prev // every:
-            self.save(state)
-        stop = setup.run_config.stop_return
+        pos.stopped_by = self.callbacks.chunk(self.event(state, rows))
+        stop = self.setup.run_config.stop_return
         pos.first_solve_steps = report.first_solves(rows, stop, pos.first_solve_steps)
-        if not batched and stop is not None and eval_mean >= stop:
+        if not self.setup.launch.batched and stop is not None and eval_mean >= stop:
             pos.first_solved, pos.stopped_at = self.now(), (pos.steps, eval_mean)
             return state, True
         if pos.stopped_by is not None:
@@ -234,18 +244,15 @@ class _Driver:
         return state, False
 
     def train(self, state: Any, run_chunk: Any) -> Any:
-        """Chunks until the run's end, its ``stop_return`` or a stop signal; a checkpoint
-        at the end."""
-        bar = report.ProgressBar(self.console, self.layout.total_steps, self.position.steps)
+        """Chunks until the run's end, its ``stop_return`` or a stop signal; the
+        callbacks' ``on_end`` (the built-in ``Checkpointer``'s saves the last state)."""
         stopped = False
-        with bar, self.saver, self.writer, self.watchdog:
+        with self.bar, self.saver, self.writer, self.watchdog:
             self.callbacks.start(self.event(state, []))
             while self.position.chunk < self.layout.num_chunks and not stopped:
                 if self.signals.requested is not None:
                     break
-                state, stopped = self.run_chunk(run_chunk, state, bar)
-            if self.saved_step != self.position.steps:
-                self.save(state)
+                state, stopped = self.run_chunk(run_chunk, state)
             self.callbacks.end(self.event(state, []))
         return state
 

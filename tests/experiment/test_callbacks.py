@@ -1,6 +1,7 @@
 """Callbacks (experiment/callbacks.py, export/callback.py): a user's callback named by
 ``--callback MODULE:ATTR`` that logs a column and stops the run (its summary, its console
-and its exit code say so, the run ends with a checkpoint where it stopped), the built-in
+and its exit code say so, the run ends with a checkpoint where it stopped) and sees the
+built-in checkpointer's checkpoints in the documented order, the built-in
 ``export:every=N`` writing the policy at the right steps (the same bytes as ``python -m
 jaxrl.export`` of that step's checkpoint), ``stop_when``, and specs that name nothing:
 one line, exit 2, no run directory."""
@@ -36,19 +37,24 @@ CALLS: list[tuple[str, int]] = []
 
 
 class StopAt1024:
-    """A user's callback: logs the agent's step counter as a column, stops at 1024 steps."""
+    """A user's callback: logs the agent's step counter as a column, stops at 1024 steps;
+    records each call's step, ``event.checkpoint_step`` and the newest checkpoint on disk."""
+
+    def record(self, hook, event):
+        on_disk = checkpoint_steps(event.run_dir)
+        CALLS.append((hook, event.step, event.checkpoint_step, on_disk[-1] if on_disk else None))
 
     def on_start(self, event):
-        CALLS.append(("start", event.step))
+        self.record("start", event)
 
     def on_chunk(self, event):
-        CALLS.append(("chunk", event.step))
+        self.record("chunk", event)
         for row in event.rows:
             row["seen_by_callback"] = event.chunk
         return "1024 steps are enough" if event.step >= 1024 else None
 
     def on_end(self, event):
-        CALLS.append(("end", event.step))
+        self.record("end", event)
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +65,7 @@ def stopped(tmp_path_factory):
         [
             *TINY,
             "--logdir", str(logdir),
+            "--checkpoint-every", "512",
             "--callback", f"{__name__}:StopAt1024",
             "--callback", "export:every=512,format=stablehlo",
         ]
@@ -70,17 +77,35 @@ def stopped(tmp_path_factory):
 def test_a_callback_stops_the_run_and_the_summary_says_so(stopped, capsys):
     code, run_dir, calls = stopped
     assert code == 0
-    assert calls == [("start", 0), *(("chunk", s) for s in (256, 512, 768, 1024)), ("end", 1024)]
+    assert [c[:2] for c in calls] == [
+        ("start", 0), *(("chunk", s) for s in (256, 512, 768, 1024)), ("end", 1024)
+    ]  # fmt: skip
     summary = yaml.safe_load((run_dir / "summary.yaml").read_text())
     assert summary["steps"] == 1024
     assert summary["stopped_by"] == f"{__name__}:StopAt1024: 1024 steps are enough"
     assert np.isfinite(summary["final_eval_return"])  # the final evaluation ran
-    assert checkpoint_steps(run_dir) == [1024]
+    assert checkpoint_steps(run_dir) == [512, 1024]
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["seen_by_callback"] for r in rows] == [1, 2, 3, 4]
     assert "seen_by_callback" in (run_dir / "metrics.csv").read_text().splitlines()[0]
     launch = yaml.safe_load((run_dir / "launch.yaml").read_text())
     assert launch["callbacks"] == [f"{__name__}:StopAt1024", "export:every=512,format=stablehlo"]
+
+
+def test_a_callback_sees_the_checkpoints_of_the_builtin_checkpointer(stopped):
+    """The ordering contract (experiment/callbacks.py): after a chunk a user's callback
+    runs before the built-in checkpointer, so it sees the newest checkpoint before this
+    chunk's (512 is saved after the chunk ending at 512 was handed to it); at the end the
+    checkpointer runs first, so ``on_end`` sees the final checkpoint, already on disk."""
+    _, _, calls = stopped
+    assert calls == [
+        ("start", 0, None, None),
+        ("chunk", 256, None, None),
+        ("chunk", 512, None, None),
+        ("chunk", 768, 512, 512),
+        ("chunk", 1024, 512, 512),
+        ("end", 1024, 1024, 1024),
+    ]
 
 
 def test_export_every_n_steps_writes_at_those_steps(stopped, tmp_path):
