@@ -189,3 +189,19 @@ def test_bad_options_exit_2_and_write_nothing(tmp_path, capsys, flags, message):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
     assert not out.exists()
+
+
+def test_runs_whose_config_holds_a_dict_are_grouped_by_its_value(tmp_path):
+    # A torso spec is a dict option: equal specs join one line, different specs split.
+    def run(name, seed, channels):
+        rows = [{"step": s, "episode_return": float(s + seed)} for s in (1, 2)]
+        write_run(tmp_path / name, seed, rows)
+        cfg = yaml.safe_load((tmp_path / name / "config.yaml").read_text())
+        cfg["agent"]["torso"] = {"channels": channels, "strides": [2, 2]}
+        (tmp_path / name / "config.yaml").write_text(yaml.safe_dump(cfg))
+
+    run("a0", 0, [16, 32])
+    run("a1", 1, [16, 32])
+    run("b0", 0, [8, 8])
+    lines = group_curves(load_curves(sorted(str(p) for p in tmp_path.iterdir()), "episode_return"))
+    assert sorted(line["seeds"] for line in lines) == [[0], [0, 1]]
