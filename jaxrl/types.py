@@ -44,6 +44,19 @@ Contracts v2 (what every later capability builds on):
   ``num_envs`` (env state, observations, carry) may be split over a device mesh while the
   agent state is replicated (``runners/devices.py``, ``--devices``); so an agent must not
   mix envs except through reductions (means, sums) that ``jax.jit`` can partition.
+  The one exception is a replay split by env into shards (``buffers/sharded.py``, a
+  leading ``[S]`` axis): ``runners/devices.py`` lays its shards over the same mesh, and
+  sampling draws over all shards in proportion to their priorities. A checkpoint holds
+  arrays, not layouts: it restores onto any device count that divides the envs
+  (``--resume RUN --devices K``).
+* **Actors that lag the learner.** An agent state may hold the actors' own copy of the
+  parameters in an optional ``actors`` field (None otherwise; Ape-X, ``agents/apex.py``),
+  refreshed on its own period; ``act`` uses that copy, ``update`` the learner's. An
+  ``update`` may also carry ``update.gradient(state, rollout, key)`` and
+  ``update.apply(state, gradient)`` with ``update(state, rollout, key)`` equal to
+  ``(apply(state, gradient(state, rollout, key)), metrics)``: the A3C runner
+  (``runners/a3c.py``) calls them from worker threads on stale parameters; other runners
+  call ``update``.
 * **Greedy extras.** ``act(..., explore=False)`` may return ``q_values`` ``[N, A]``
   (Q-learning agents) or ``action_probs`` ``[N, A]`` (actor-critics) in its extras, for
   the evaluation histograms (``experiment/histograms.py``); callers that do not use them
