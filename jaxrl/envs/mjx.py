@@ -67,6 +67,13 @@ class Task:
     newton_solver: bool = False  # humanoid.xml asks for PGS, which MJX does not implement
 
 
+def _impl_field(d: Any, name: str) -> jax.Array:
+    """``d.<name>`` for a field MJX keeps in its backend's ``Data._impl`` (``cfrc_ext``,
+    ``cinert``): mujoco-mjx 3.3+ deprecates reading those from ``Data`` directly."""
+    impl = getattr(d, "_impl", None)
+    return getattr(impl, name) if hasattr(impl, name) else getattr(d, name)
+
+
 def _obs_planar(d: Any, p: dict, *, clip_qvel: bool) -> jax.Array:
     qvel = jnp.clip(d.qvel, -10.0, 10.0) if clip_qvel else d.qvel
     return jnp.concatenate([d.qpos[1:], qvel])
@@ -74,12 +81,14 @@ def _obs_planar(d: Any, p: dict, *, clip_qvel: bool) -> jax.Array:
 
 def _obs_ant(d: Any, p: dict) -> jax.Array:
     lo, hi = p["contact_force_range"]
-    return jnp.concatenate([d.qpos[2:], d.qvel, jnp.clip(d.cfrc_ext[1:], lo, hi).ravel()])
+    return jnp.concatenate(
+        [d.qpos[2:], d.qvel, jnp.clip(_impl_field(d, "cfrc_ext")[1:], lo, hi).ravel()]
+    )
 
 
 def _obs_humanoid(d: Any, p: dict) -> jax.Array:
-    parts = [d.qpos[2:], d.qvel, d.cinert[1:].ravel(), d.cvel[1:].ravel()]
-    parts += [d.qfrc_actuator[6:], d.cfrc_ext[1:].ravel()]
+    parts = [d.qpos[2:], d.qvel, _impl_field(d, "cinert")[1:].ravel(), d.cvel[1:].ravel()]
+    parts += [d.qfrc_actuator[6:], _impl_field(d, "cfrc_ext")[1:].ravel()]
     return jnp.concatenate(parts)
 
 
@@ -114,12 +123,16 @@ def _healthy_humanoid(d: Any, p: dict) -> jax.Array:
 
 def _contact_ant(d: Any, p: dict) -> jax.Array:
     lo, hi = p["contact_force_range"]
-    return p["contact_cost_weight"] * jnp.sum(jnp.square(jnp.clip(d.cfrc_ext, lo, hi)))
+    return p["contact_cost_weight"] * jnp.sum(
+        jnp.square(jnp.clip(_impl_field(d, "cfrc_ext"), lo, hi))
+    )
 
 
 def _contact_humanoid(d: Any, p: dict) -> jax.Array:
     lo, hi = p["contact_cost_range"]
-    return jnp.clip(p["contact_cost_weight"] * jnp.sum(jnp.square(d.cfrc_ext)), lo, hi)
+    return jnp.clip(
+        p["contact_cost_weight"] * jnp.sum(jnp.square(_impl_field(d, "cfrc_ext"))), lo, hi
+    )
 
 
 def _qpos_x(m: Any, d: Any) -> jax.Array:
