@@ -5,12 +5,6 @@ the right shard (NumPy reference), each device holds its shard, and layouts that
 fit are one line. The 4-device program runs in a subprocess (the CPU device count is
 fixed when JAX starts)."""
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -18,6 +12,7 @@ import pytest
 from scipy import stats
 
 from jaxrl.buffers import PriorityParams, make_prioritized_replay, make_sharded_prioritized_replay
+from tests.device_script import run_script
 
 N, SHARDS, ROWS, BATCH, BATCHES = 8, 4, 8, 256, 200  # 64 items, 51,200 draws
 
@@ -103,17 +98,8 @@ print("RESULT " + json.dumps(out))
 
 @pytest.fixture(scope="module")
 def four(tmp_path_factory):
-    script = tmp_path_factory.mktemp("sharded") / "four.py"
-    script.write_text(SCRIPT)
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root), "OUT_DIR": str(script.parent)}
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    line = next(li for li in done.stdout.splitlines() if li.startswith("RESULT "))
-    out = json.loads(line.removeprefix("RESULT "))
-    out["stderr"] = done.stderr
+    out, stderr = run_script(SCRIPT, tmp_path_factory.mktemp("sharded"), "four.py")
+    out["stderr"] = stderr
     return out
 
 

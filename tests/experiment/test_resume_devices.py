@@ -4,14 +4,11 @@ to what was saved, laid out on the new devices; resumed on 2 it goes on and logs
 run trained on 1 device and resumed on 4 logs; a count that does not divide the envs is
 one line. The CPU device count is fixed when JAX starts: the runs are in a subprocess."""
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
+
+from tests.device_script import run_script
 
 SCRIPT = textwrap.dedent(
     """
@@ -71,16 +68,7 @@ SCRIPT = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def resumed(tmp_path_factory):
-    script = tmp_path_factory.mktemp("resume_devices") / "resume.py"
-    script.write_text(SCRIPT)
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root), "OUT_DIR": str(script.parent)}
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    line = next(li for li in done.stdout.splitlines() if li.startswith("RESULT "))
-    return json.loads(line.removeprefix("RESULT ")), done.stderr
+    return run_script(SCRIPT, tmp_path_factory.mktemp("resume_devices"), "resume.py")
 
 
 def test_a_checkpoint_reads_back_equal_on_another_device_count(resumed):

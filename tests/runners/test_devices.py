@@ -17,6 +17,7 @@ import pytest
 
 from jaxrl.runners.devices import env_mesh
 from jaxrl.types import ConfigError
+from tests.device_script import run_script
 
 # The runner of each case, shared by the one-process and the two-process programs.
 CASES = textwrap.dedent(
@@ -132,16 +133,7 @@ jax.distributed.initialize(os.environ["COORDINATOR"], 2, int(sys.argv[1]),
 
 @pytest.fixture(scope="module")
 def four_devices(tmp_path_factory):
-    script = tmp_path_factory.mktemp("devices") / "four.py"
-    script.write_text(SCRIPT)
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root), "OUT_DIR": str(script.parent)}
-    done = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    line = next(li for li in done.stdout.splitlines() if li.startswith("RESULT "))
-    return json.loads(line.removeprefix("RESULT "))
+    return run_script(SCRIPT, tmp_path_factory.mktemp("devices"), "four.py")[0]
 
 
 @pytest.mark.parametrize("agent", ["ppo", "dqn", "impala"])

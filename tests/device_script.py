@@ -1,0 +1,27 @@
+"""Runs a test's Python source in a fresh interpreter and returns what it printed as
+``RESULT <json>``: programs that need fake CPU devices
+(``--xla_force_host_platform_device_count``, fixed when JAX starts) run this way."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_script(source: str, directory: Path, name: str = "script.py") -> tuple[Any, str]:
+    """Writes ``source`` to ``directory / name``, runs it with the repository on
+    ``PYTHONPATH`` and ``OUT_DIR`` set to ``directory``; asserts exit code 0 and returns
+    the decoded ``RESULT`` line and the process's stderr."""
+    script = directory / name
+    script.write_text(source)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OUT_DIR": str(directory)}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = next(li for li in done.stdout.splitlines() if li.startswith("RESULT "))
+    return json.loads(line.removeprefix("RESULT ")), done.stderr
