@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from jaxrl.types import ConfigError
 
@@ -103,7 +104,9 @@ class CheckpointWriter:
         ocp = _ocp()
         if step in self._manager.all_steps():
             return
-        leaves = {f"{i:05d}": leaf for i, leaf in enumerate(jax.tree.leaves(state))}
+        leaves = {
+            f"{i:05d}": leaf for i, leaf in enumerate(jax.tree.leaves(state)) if _stored(leaf)
+        }
         meta = _json_safe({**meta, "paths": leaf_paths(state)})
         self._manager.save(
             step,
@@ -190,10 +193,11 @@ def load(
                 f"{where} does not match the state its config.yaml builds ({len(paths)} "
                 "arrays); was config.yaml edited?"
             )
+        stored = {name: leaf for name, leaf in abstract.items() if _stored(leaf)}
         restored = manager.restore(
-            step, args=ocp.args.Composite(state=ocp.args.StandardRestore(abstract))
+            step, args=ocp.args.Composite(state=ocp.args.StandardRestore(stored))
         )["state"]
-        for name, leaf in abstract.items():
+        for name, leaf in stored.items():
             got = restored[name]
             if got.shape != leaf.shape or got.dtype != leaf.dtype:
                 raise ValueError(f"array {name}: {got.shape} {got.dtype}")
@@ -205,8 +209,19 @@ def load(
     finally:
         if manager is not None:
             manager.close()
-    state = jax.tree.unflatten(treedef, [restored[name] for name in abstract])
-    return Checkpoint(step=step, state=state, meta=meta)
+    arrays = [
+        restored[name]
+        if name in stored
+        else jax.device_put(jnp.zeros(a.shape, a.dtype), a.sharding)
+        for name, a in abstract.items()
+    ]
+    return Checkpoint(step=step, state=jax.tree.unflatten(treedef, arrays), meta=meta)
+
+
+def _stored(leaf: Any) -> bool:
+    """Whether a leaf is written: Orbax refuses arrays of zero elements (MJX's ``Data`` holds
+    several, e.g. ``act`` of shape ``(0,)``); those are rebuilt from their shape on load."""
+    return math.prod(getattr(leaf, "shape", ())) > 0
 
 
 def _quiet_abandoned_reads() -> None:

@@ -224,3 +224,23 @@ def test_host_env_run_resumes_its_learner_and_restarts_its_envs(tmp_path):
     assert main(["--resume", str(run_dir), "--steps", "512"]) == 0
     assert checkpoint_steps(run_dir) == [256, 512]
     assert [r["step"] for r in rows(run_dir)] == [128, 256, 384, 512]
+
+
+def test_arrays_of_zero_elements_round_trip(tmp_path):
+    # MJX's Data holds arrays such as act [0]; Orbax refuses to write those, so they are
+    # left out on save and rebuilt (shape, dtype) on load, in their place in the tree.
+    from jaxrl.experiment.checkpoint import CheckpointWriter, load
+
+    state = {
+        "act": jax.numpy.zeros((0,), jax.numpy.float32),
+        "qpos": jax.numpy.arange(3.0),
+        "empty": jax.numpy.zeros((2, 0), jax.numpy.int32),
+        "step": jax.numpy.asarray(7),
+    }
+    with CheckpointWriter(tmp_path, keep=1) as writer:
+        writer.save(5, state, {})
+    restored = load(tmp_path, jax.eval_shape(lambda: state)).state
+    assert jax.tree.structure(restored) == jax.tree.structure(state)
+    for got, want in zip(jax.tree.leaves(restored), jax.tree.leaves(state), strict=True):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
