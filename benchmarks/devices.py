@@ -6,6 +6,7 @@ machine's cores, so the figure to read is the return (the same program up to the
 float sums), not a speed-up; on a GPU host, ``--devices`` counts real ones.
 
     python benchmarks/devices.py --agent ppo --env MinAtar-Breakout --steps 100000 --devices 4
+    python benchmarks/devices.py ... --seeds 5     # seeds 0..4 on each layout, then the IQMs
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=100_000)
     parser.add_argument("--devices", type=int, default=4)
     parser.add_argument("--num-envs", type=int, default=8)
+    parser.add_argument("--seeds", type=int, default=1, help="seeds 0..K-1 on each layout")
     args = parser.parse_args()
     os.environ.setdefault("XLA_FLAGS", f"--xla_force_host_platform_device_count={args.devices}")
     import jax
@@ -43,29 +45,47 @@ def main() -> None:
         f"{args.agent} on {cfg['env']['name']}, {args.num_envs} envs, {run.steps} steps, "
         f"jax {jax.__version__}, {len(jax.devices())} {jax.devices()[0].platform} devices"
     )
-    print(f"{'devices':>7} {'compile s':>9} {'run s':>7} {'steps/s':>8} {'last-10% return':>16}")
+    print(
+        f"{'devices':>7} {'seed':>4} {'compile s':>9} {'run s':>7} {'steps/s':>8} "
+        f"{'last-10% return':>16}"
+    )
+    finals: dict[int, list[float]] = {}
     for count in (1, args.devices):
         r = (
             runner
             if count == 1
             else data_parallel(runner, env_mesh(count, args.num_envs), args.num_envs)
         )
-        t0 = time.perf_counter()
-        state = jax.jit(r.init)(jax.random.PRNGKey(0))
-        chunk = jax.jit(r.run_chunk).lower(state).compile()
-        t1 = time.perf_counter()
-        returns, episodes = [], []
-        for _ in range(runner.num_chunks):
-            state, metrics = chunk(state)
-            returns.append(float(np.sum(metrics["episode_return_sum"])))
-            episodes.append(float(np.sum(metrics["episodes"])))
-        t2 = time.perf_counter()
-        tail = max(1, len(returns) // 10)
-        final = sum(returns[-tail:]) / max(1.0, sum(episodes[-tail:]))
-        steps = runner.num_chunks * runner.layout.steps_per_chunk
-        print(
-            f"{count:>7} {t1 - t0:>9.1f} {t2 - t1:>7.1f} {steps / (t2 - t1):>8.0f} {final:>16.2f}"
-        )
+        init, chunk = jax.jit(r.init), None
+        for seed in range(args.seeds):
+            t0 = time.perf_counter()
+            state = init(jax.random.PRNGKey(seed))
+            chunk = chunk or jax.jit(r.run_chunk).lower(state).compile()
+            t1 = time.perf_counter()
+            returns, episodes = [], []
+            for _ in range(runner.num_chunks):
+                state, metrics = chunk(state)
+                returns.append(float(np.sum(metrics["episode_return_sum"])))
+                episodes.append(float(np.sum(metrics["episodes"])))
+            t2 = time.perf_counter()
+            tail = max(1, len(returns) // 10)
+            final = sum(returns[-tail:]) / max(1.0, sum(episodes[-tail:]))
+            finals.setdefault(count, []).append(final)
+            steps = runner.num_chunks * runner.layout.steps_per_chunk
+            print(
+                f"{count:>7} {seed:>4} {t1 - t0:>9.1f} {t2 - t1:>7.1f} "
+                f"{steps / (t2 - t1):>8.0f} {final:>16.2f}",
+                flush=True,
+            )
+    if args.seeds > 1:
+        from jaxrl import stats
+
+        for count, values in finals.items():
+            ci = stats.interval_estimate(np.asarray(values))
+            print(
+                f"{count} device(s): IQM of the last-10% returns {float(ci.point):.2f} "
+                f"[{float(ci.lower):.2f}, {float(ci.upper):.2f}] over {len(values)} seeds"
+            )
     sys.stdout.flush()
 
 
