@@ -10,18 +10,10 @@ from jaxrl.runners.a3c import make_a3c_runner
 from jaxrl.runners.scan import RunConfig
 from jaxrl.runners.sebulba import make_sebulba_runner
 from jaxrl.types import ConfigError
+from tests.runners.test_sebulba import _train
 
 CONFIG = RunConfig(steps=320, rollout_len=5, log_every=160, eval_every=160, eval_episodes=2)
 OPTIONS = {"hidden_sizes": (8,), "lr": 1e-2, "entropy_weight": 0.01}
-
-
-def _train(runner, seed=0):
-    state = runner.init(jax.random.PRNGKey(seed))
-    rows = []
-    for _ in range(runner.num_chunks):
-        state, metrics = runner.run_chunk(state)
-        rows.append(metrics)
-    return state, {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
 
 
 @pytest.fixture(scope="module")
