@@ -283,10 +283,9 @@ def test_connect_four_self_play_games_differ_between_envs():
     from jaxrl import agents, envs
 
     env = envs.make("connect_four", num_envs=8)
-    options = dict(
-        hidden_sizes=[16], torso="mlp", n_step=1, learning_starts=10**6, prioritized=False
-    )
-    agent = agents.make("rainbow", env.spec, **options, buffer_size=8 * 16, v_min=-1, v_max=1)
+    options = dict(hidden_sizes=[16], torso="mlp", n_step=1, learning_starts=10**6)
+    small = dict(prioritized=False, distributional=False, dueling=False, double=False)
+    agent = agents.make("rainbow", env.spec, **options, **small, buffer_size=8 * 16)
     config = RunConfig(steps=16 * 8, rollout_len=16, log_every=16 * 8, eval_every=0)
     runner = make_self_play_runner(agent, env, config)
     state, _ = jax.jit(runner.run_chunk)(jax.jit(runner.init)(jax.random.PRNGKey(0)))
