@@ -295,6 +295,35 @@ def test_connect_four_self_play_games_differ_between_envs():
     assert len(distinct) >= 6, len(distinct)  # after 16 moves of each env
 
 
+def test_sweep_members_equal_separate_runs():
+    """``--self-play --sweep``: DQN self-play on tic-tac-toe with two learning rates as one
+    vmapped program (``batch_runner``, hparams per member) gives each member's separate
+    run (same seed, that learning rate); the two members differ."""
+    from jaxrl import agents, envs
+
+    env = envs.make("tic_tac_toe", num_envs=4)
+    agent = agents.make(
+        "dqn", env.spec, hidden_sizes=[8], learning_starts=16, batch_size=8, buffer_size=64
+    )
+    config = RunConfig(steps=4 * 4 * 4, rollout_len=4, log_every=4 * 4 * 4, eval_every=0)
+    runner = make_self_play_runner(agent, env, config)
+    key = jax.random.PRNGKey(5)
+    base = agent.init(key).hparams
+    hparams = [base.replace(lr=jnp.float32(lr)) for lr in (3e-2, 1e-3)]
+    batched = batch_runner(runner)
+    stacked = jax.tree.map(lambda *x: jnp.stack(x), *hparams)
+    state = jax.jit(batched.init)(jnp.stack([key, key]), stacked)
+    state, _ = jax.jit(batched.run_chunk)(state)
+    run = jax.jit(lambda h: runner.run_chunk(runner.init(key, h))[0].agent_state.params)
+    for member, h in enumerate(hparams):
+        separate = jax.tree.leaves(run(h))
+        together = [x[member] for x in jax.tree.leaves(state.agent_state.params)]
+        for a, b in zip(separate, together, strict=True):
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)
+    first, second = (np.asarray(x) for x in jax.tree.leaves(state.agent_state.params)[0])
+    assert not np.allclose(first, second)
+
+
 def test_check_self_play_rejects_single_player_env_and_carry():
     from tests.masked_env import make_masked_env
 
