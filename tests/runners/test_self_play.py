@@ -312,8 +312,9 @@ def test_sweep_members_equal_separate_runs():
     hparams = [base.replace(lr=jnp.float32(lr)) for lr in (3e-2, 1e-3)]
     batched = batch_runner(runner)
     stacked = jax.tree.map(lambda *x: jnp.stack(x), *hparams)
-    state = jax.jit(batched.init)(jnp.stack([key, key]), stacked)
-    state, _ = jax.jit(batched.run_chunk)(state)
+    state, _ = jax.jit(lambda k, h: batched.run_chunk(batched.init(k, h)))(
+        jnp.stack([key, key]), stacked
+    )
     run = jax.jit(lambda h: runner.run_chunk(runner.init(key, h))[0].agent_state.params)
     for member, h in enumerate(hparams):
         separate = jax.tree.leaves(run(h))
