@@ -39,6 +39,15 @@ def test_bad_self_play_input(argv, message, tmp_path, capsys):
         (["--agents", "dqn,dqn", "--env", "tic_tac_toe", "--self-play"], "drop --agents"),
         (["--agent", "dqn", "--agents", "dqn,dqn", "--env", "tic_tac_toe"], "either --agent"),
         (["--agents", "dqn,nope", "--env", "tic_tac_toe"], "unknown agent 'nope'"),
+        (
+            ["--agents", "dqn,dqn", "--env", "tic_tac_toe", "--sweep", "agent.lr=1e-3,3e-4"],
+            "--seeds only",
+        ),
+        (["--agents", "dqn,dqn", "--env", "tic_tac_toe", "--devices", "2"], "--seeds only"),
+        (
+            ["--agent", "dqn", "--env", "tic_tac_toe", "--self-play", "--devices", "2"],
+            "has players",
+        ),
         (["--agent", "dqn", "--env", "mpe:simple_spread", "--env.shared", "false"], "maddpg"),
         (["--agent", "maddpg", "--env", "mpe:simple_spread", "--env.shared", "true"], "2+ players"),
         (["--agent", "maddpg", "--env", "tic_tac_toe"], "train it with --self-play"),

@@ -2,9 +2,10 @@
 
 The env is a turn-based game of ``P = spec.num_players`` players (``jaxrl.types``:
 ``info["current_player"]``, reward ``[N, P]``). Each env step, the agent acts on the
-observation of the player to move (``act(state, obs, carry, key, True)``), and the
-runner stitches each player's experience with RLHive's semantics (``MultiAgentRunner``,
-``run_one_step`` / ``run_end_step``):
+observation of the player to move (``act(state, obs, carry, key, True)``, called per env
+with the env's own key: ``act_per_env``), and the runner stitches each player's
+experience with RLHive's semantics (``MultiAgentRunner``, ``run_one_step`` /
+``run_end_step``):
 
 * a player's transition runs from its observation at its turn to its observation at its
   next turn, with the sum of the rewards it received in between (its own move's and the
@@ -24,6 +25,13 @@ holds at most ``P + 1`` (``make_self_play_runner`` proves it in a metric, ``unde
 always 0). The consecutive transitions of one env's stream belong to alternating players:
 learners that read windows of consecutive steps (``n_step > 1``, on-policy rollouts) would
 mix players, so self-play takes one-step off-policy learners (the CLI checks it).
+
+Exploration is drawn per env (``act_per_env``): a batched ``act`` may draw one exploration
+sample per call (noisy nets draw one parameter noise per forward pass, shared by the
+batch), and the games start together from one empty board that looks the same to either
+first player, so with a batched ``act`` every env plays the same game (measured on Connect
+Four with the ``connect_four-rainbow`` preset: 1,021 distinct states in 51,200 stitched
+transitions of 32 envs, benchmarks/RESULTS.md).
 
 Evaluation plays the greedy agent against fixed opponents (``runners/matches.py``: uniform
 random, and scripted where the game is one of ``envs.games``), reported as win/draw/loss
@@ -166,6 +174,24 @@ def pop(queue: Queue) -> tuple[Queue, Transition, jax.Array]:
     return Queue(rest, jnp.maximum(queue.count - 1, 0)), first, empty
 
 
+def act_per_env(
+    agent: Agent, agent_state: Any, obs: Any, carry: Any, key: PRNGKey
+) -> tuple[jax.Array, Any, Any]:
+    """``agent.act(agent_state, obs, carry, key, True)`` with each env's own key: ``act``
+    of a batch of one (leaves ``[1, ...]``) vmapped over the ``N`` envs of ``obs`` and
+    ``carry`` (leaves ``[N, ...]``) with ``jax.random.split(key, N)``, so that every
+    exploration draw (noisy nets' parameter noise, epsilon-greedy's coin and action) is
+    independent per env (module docstring). Returns ``act``'s outputs, leaves ``[N, ...]``."""
+    num_envs = jax.tree.leaves(obs)[0].shape[0]
+    one = lambda tree: jax.tree.map(lambda x: x[None], tree)
+
+    def act(o: Any, c: Any, k: PRNGKey):
+        outputs = agent.act(agent_state, one(o), one(c), k, True)
+        return jax.tree.map(lambda x: x[0], outputs)
+
+    return jax.vmap(act)(obs, carry, jax.random.split(key, num_envs))
+
+
 def check_self_play(agent: Agent, env: Env) -> None:
     """ConfigError unless ``env`` is a turn-based game and ``agent`` keeps no carry."""
     spec = env.spec
@@ -285,8 +311,8 @@ def make_self_play_runner(
     def env_step(state: RunnerState, key: PRNGKey, emit: bool):
         act_key, step_key = jax.random.split(key)
         carry: Stitch = state.carry
-        action, agent_carry, extras = agent.act(
-            state.agent_state, state.obs, carry.agent, act_key, True
+        action, agent_carry, extras = act_per_env(
+            agent, state.agent_state, state.obs, carry.agent, act_key
         )
         env_state, ts = env.step(state.env_state, action, step_key)
         done = ts.terminated | ts.truncated

@@ -33,10 +33,11 @@ def make_game(num_envs=N):
     """A scripted turn-based game: player 0 moves first, players alternate, the game
     terminates after ``MOVES`` moves. Move ``t`` (0-based) pays ``t + 1`` to the mover and
     ``100 (t + 1)`` to the other player, plus ``1000 a`` to the mover for action ``a``.
-    ``obs["obs"]`` is ``[t, games started]``."""
+    ``obs["obs"]`` is ``[t, games started, env index]`` (the runner calls ``act`` per env,
+    so the env index travels in the observation)."""
     spec = EnvSpec(
         "scripted",
-        (2,),
+        (3,),
         "float32",
         Discrete(2),
         num_envs,
@@ -47,7 +48,7 @@ def make_game(num_envs=N):
     )
 
     def observe(t, games):
-        obs = jnp.stack([t, games], -1).astype(jnp.float32)
+        obs = jnp.stack([t, games, jnp.arange(num_envs)], -1).astype(jnp.float32)
         return {OBS: obs, ACTION_MASK: jnp.ones((num_envs, 2), bool)}
 
     def timestep(t, games, reward, terminated, final_obs, returns, lengths):
@@ -102,7 +103,7 @@ def recording_agent(env, rollout_len):
 
     def act(state, obs, carry, key, explore):
         o = obs[OBS]
-        action = ((o[:, 0] + o[:, 1]).astype(jnp.int32) + jnp.arange(o.shape[0])) % 2
+        action = (o[:, 0] + o[:, 1] + o[:, 2]).astype(jnp.int32) % 2
         return action, carry, {"tag": o[:, 0] * 10 + o[:, 1]}
 
     def init(key):
@@ -134,8 +135,8 @@ def reference_stream(env_index, count):
         for t in range(MOVES):
             r[t][t % 2] = t + 1 + 1000 * a[t]
             r[t][1 - t % 2] = 100 * (t + 1)
-        obs = lambda t, g=g: [float(t), float(g)]
-        final = [float(MOVES), float(g)]
+        obs = lambda t, g=g: [float(t), float(g), float(env_index)]
+        final = [float(MOVES), float(g), float(env_index)]
         # obs, action, reward, next_obs, terminated
         out.append((obs(0), a[0], r[0][0] + r[1][0], obs(2), False))  # player 0: move 0 -> 2
         out.append((obs(2), a[2], r[2][0], final, True))  # player 0's final
@@ -251,6 +252,77 @@ def test_vmap_over_seeds_equals_separate_runs():
     separate = [float(single(k)) for k in keys]
     np.testing.assert_array_equal(np.asarray(state.agent_state.rollout), separate)
     assert len(set(separate)) > 1  # the members differ
+
+
+def test_each_env_explores_with_its_own_key():
+    """An agent that draws one exploration sample per ``act`` call (as noisy nets draw one
+    parameter noise per forward pass) still explores each env on its own: ``act`` runs per
+    env with the env's own key. Acting on the whole batch made every env take the same
+    action at every step (identical games in every env)."""
+    env = make_game(num_envs=8)
+    config = RunConfig(steps=4 * 8, rollout_len=4, log_every=4 * 8, eval_every=0)
+
+    def act(state, obs, carry, key, explore):  # one coin per call, shared by the batch
+        coin = jax.random.randint(key, (), 0, 2)
+        return jnp.full((obs[OBS].shape[0],), coin, jnp.int32), carry, {}
+
+    def update(state, rollout, key):
+        return Recorder(rollout.action), {}
+
+    agent = Agent(lambda key: Recorder(jnp.zeros((4, 8), jnp.int32)), act, update)
+    runner = make_self_play_runner(agent, env, config)
+    state, _ = jax.jit(runner.run_chunk)(jax.jit(runner.init)(jax.random.PRNGKey(0)))
+    actions = np.asarray(state.agent_state.rollout)  # [4 steps, 8 envs], stitched
+    assert all(len(set(row)) == 2 for row in actions)  # both actions at every step
+
+
+def test_connect_four_self_play_games_differ_between_envs():
+    """Noisy-net Rainbow self-play on Connect Four: the 8 envs start together from the same
+    empty board, yet play different games (the bug: every env played one game, 2% of the
+    replay's states distinct)."""
+    from jaxrl import agents, envs
+
+    env = envs.make("connect_four", num_envs=8)
+    options = dict(hidden_sizes=[16], torso="mlp", n_step=1, learning_starts=10**6)
+    small = dict(prioritized=False, distributional=False, dueling=False, double=False)
+    agent = agents.make("rainbow", env.spec, **options, **small, buffer_size=8 * 16)
+    config = RunConfig(steps=16 * 8, rollout_len=16, log_every=16 * 8, eval_every=0)
+    runner = make_self_play_runner(agent, env, config)
+    state, _ = jax.jit(runner.run_chunk)(jax.jit(runner.init)(jax.random.PRNGKey(0)))
+    buffer = state.agent_state.buffer  # uniform replay: leaves [rows, envs, ...]
+    boards = np.asarray(buffer.data.obs[OBS])  # [16, 8, 6, 7, 2]
+    distinct = {boards[-1, e].tobytes() for e in range(8)}
+    assert len(distinct) >= 6, len(distinct)  # after 16 moves of each env
+
+
+def test_sweep_members_equal_separate_runs():
+    """``--self-play --sweep``: DQN self-play on tic-tac-toe with two learning rates as one
+    vmapped program (``batch_runner``, hparams per member) gives each member's separate
+    run (same seed, that learning rate); the two members differ."""
+    from jaxrl import agents, envs
+
+    env = envs.make("tic_tac_toe", num_envs=4)
+    agent = agents.make(
+        "dqn", env.spec, hidden_sizes=[8], learning_starts=16, batch_size=8, buffer_size=64
+    )
+    config = RunConfig(steps=4 * 4 * 4, rollout_len=4, log_every=4 * 4 * 4, eval_every=0)
+    runner = make_self_play_runner(agent, env, config)
+    key = jax.random.PRNGKey(5)
+    base = agent.init(key).hparams
+    hparams = [base.replace(lr=jnp.float32(lr)) for lr in (3e-2, 1e-3)]
+    batched = batch_runner(runner)
+    stacked = jax.tree.map(lambda *x: jnp.stack(x), *hparams)
+    state, _ = jax.jit(lambda k, h: batched.run_chunk(batched.init(k, h)))(
+        jnp.stack([key, key]), stacked
+    )
+    run = jax.jit(lambda h: runner.run_chunk(runner.init(key, h))[0].agent_state.params)
+    for member, h in enumerate(hparams):
+        separate = jax.tree.leaves(run(h))
+        together = [x[member] for x in jax.tree.leaves(state.agent_state.params)]
+        for a, b in zip(separate, together, strict=True):
+            np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-5, atol=1e-6)
+    first, second = (np.asarray(x) for x in jax.tree.leaves(state.agent_state.params)[0])
+    assert not np.allclose(first, second)
 
 
 def test_check_self_play_rejects_single_player_env_and_carry():
