@@ -3,8 +3,9 @@ player, in the fused program of ``runners/self_play.py`` (self-play is the case 
 agent shared by every player; RLHive's ``MultiAgentRunner`` with ``num_agents`` and
 ``self_play: False``).
 
-Each env step, every agent acts on the observation (``act(state_p, obs, (), key_p, True)``)
-and the env takes the action of the agent whose player is to move
+Each env step, every agent acts on the observation (``act(state_p, obs, (), key_p, True)``,
+per env with the env's own key: ``self_play.act_per_env``, so that noisy nets do not play
+one game in every env) and the env takes the action of the agent whose player is to move
 (``info["current_player"]``). Transitions are stitched exactly as in self-play
 (``self_play.stitch``: RLHive's semantics, final transitions for every player at a game's
 end), but each completed transition goes to the queue of the player it belongs to (slot 0
@@ -36,6 +37,7 @@ from jaxrl.runners.scan import ChunkLayout, RunConfig, Runner, RunnerState
 from jaxrl.runners.self_play import (
     Pending,
     Queue,
+    act_per_env,
     empty_pending,
     game_runner,
     pop,
@@ -160,7 +162,7 @@ def _make_round(agents: tuple[Agent, ...], env: Env):
         keys = jax.random.split(key, P + 1)
         seats: Seats = state.carry
         outs = [
-            a.act(s, state.obs, (), k, True)
+            act_per_env(a, s, state.obs, (), k)
             for a, s, k in zip(agents, state.agent_state, keys[:P], strict=True)
         ]
         action = _select([o[0] for o in outs], seats.player)
