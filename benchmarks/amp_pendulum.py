@@ -13,6 +13,12 @@ final and best evaluation) and per weight (mean first step, IQM of final returns
 with ``nice -n 10``; every command it runs is printed.
 
     nice -n 10 python benchmarks/amp_pendulum.py --steps 20000 --seeds 3 --weight 1
+    nice -n 10 python benchmarks/amp_pendulum.py --steps 6000 --seeds 3 --weight 1 3 \
+        --eval-every 250 --stop-all --reference REF.npz
+
+(``--weight W1 W2 ...``: one arm per weight besides 0; ``--stop-all``: ends the run once
+every member's evaluation reached -200, ``benchmarks/all_reached.py``; run it from the
+repository root.)
 """
 
 from __future__ import annotations
@@ -75,8 +81,12 @@ def main() -> None:
     add_reference_args(parser)
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--weight", type=float, default=1.0)
+    parser.add_argument("--weight", type=float, nargs="+", default=[1.0], help="AMP arms")
     parser.add_argument("--threshold", type=float, default=-200.0)
+    parser.add_argument("--eval-every", type=int, default=None, help="run.eval_every")
+    parser.add_argument(
+        "--stop-all", action="store_true", help="end once every member reached -200"
+    )
     parser.add_argument("extra", nargs="*", help="further overrides for the compared run")
     args = parser.parse_args()
     work = Path(args.workdir)
@@ -84,11 +94,17 @@ def main() -> None:
     py = [sys.executable, "-m"]
     reference = reference_of(args, work)
     logdir = work / "compare"
+    weights = ",".join(f"{w:g}" for w in [0.0, *args.weight])
+    more = [*args.extra]
+    if args.eval_every:
+        more += ["--run.eval_every", str(args.eval_every), "--run.log_every", str(args.eval_every)]
+    if args.stop_all:
+        more += ["--callback", "benchmarks.all_reached:AT_MINUS_200"]
     wall = run([*py, "jaxrl.train", "--agent", "sac", "--env", "Pendulum", "--steps",
                 str(args.steps), "--seeds", str(args.seeds), "--sweep",
-                f"agent.style_reward_weight=0,{args.weight:g}", "--agent.amp", "true",
+                f"agent.style_reward_weight={weights}", "--agent.amp", "true",
                 "--agent.demo_file", reference, "--logdir", str(logdir), "--log", "",
-                *args.extra])  # fmt: skip
+                *more])  # fmt: skip
     rows = [json.loads(line) for line in (newest_run(logdir) / "metrics.jsonl").open()]
     table(rows, args.threshold, wall)
 

@@ -3,13 +3,17 @@ each, the same evaluation schedule for both (issue 18, part 5).
 
     python benchmarks/mbpo_pendulum.py [--seeds 3] [--sac-steps 10000] [--mbpo-steps 4000]
         [--eval-every 250] [--logdir DIR] [--agents mbpo sac]
+        [--mbpo-args="--agent.learning_starts 250 ..."] [--sac-args="..."]
 
 Runs ``python -m jaxrl.train --agent sac --env Pendulum --seeds K`` (preset
 ``pendulum-sac``) and ``--agent mbpo`` (preset ``pendulum-mbpo``), each one vmapped program,
 with ``run.eval_every`` and ``run.log_every`` set to ``--eval-every`` for both and
 ``run.stop_return -200`` (a seed run records each member's first evaluation, 10 greedy
-episodes, at or above it). Prints a table: per-seed steps to -200, their median, the final
-return of each seed (20 greedy episodes) and its IQM, compile and run times.
+episodes, at or above it) and ``benchmarks/all_reached.py``'s callback, which ends the run
+once every seed has reached -200. ``--mbpo-args``/``--sac-args`` add overrides to one arm
+(one change at a time against the preset). Prints a table: per-seed steps to -200, their
+median, the final return of each seed (20 greedy episodes) and its IQM, compile and run
+times.
 """
 
 from __future__ import annotations
@@ -27,12 +31,16 @@ from jaxrl.train import main as train
 TARGET = -200.0
 
 
-def run(agent: str, seeds: int, steps: int, every: int, logdir: Path) -> dict:
+def run(
+    agent: str, seeds: int, steps: int, every: int, logdir: Path, extra: list[str] = ()
+) -> dict:
     argv = [
         "--agent", agent, "--env", "Pendulum", "--seeds", str(seeds), "--steps", str(steps),
         "--run.eval_every", str(every), "--run.log_every", str(every),
         "--run.stop_return", str(TARGET), "--logdir", str(logdir / agent),
+        "--callback", "benchmarks.all_reached:AT_MINUS_200", *extra,
     ]  # fmt: skip
+    print("$ python -m jaxrl.train", " ".join(argv), flush=True)
     if train(argv) != 0:
         raise SystemExit(f"{agent} run failed")
     (run_dir,) = (logdir / agent).iterdir()
@@ -59,10 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-every", type=int, default=250)
     parser.add_argument("--logdir", type=Path, default=None)
     parser.add_argument("--agents", nargs="+", default=["mbpo", "sac"], choices=["mbpo", "sac"])
+    parser.add_argument("--mbpo-args", default="", help="overrides for the MBPO run")
+    parser.add_argument("--sac-args", default="", help="overrides for the SAC run")
     args = parser.parse_args(argv)
     logdir = args.logdir or Path(tempfile.mkdtemp(prefix="mbpo-pendulum-"))
     steps = {"mbpo": args.mbpo_steps, "sac": args.sac_steps}
-    results = {a: run(a, args.seeds, steps[a], args.eval_every, logdir) for a in args.agents}
+    extra = {"mbpo": args.mbpo_args.split(), "sac": args.sac_args.split()}
+    results = {
+        a: run(a, args.seeds, steps[a], args.eval_every, logdir, extra[a]) for a in args.agents
+    }
     print(
         "| agent | seeds | env steps | steps to -200 per seed | median | final return per seed "
         "(20 ep.) | final IQM | compile s | run s |"

@@ -78,7 +78,9 @@ Contracts v2 (what every later capability builds on):
   trainable ``aux_state["params"]``, which it applies in ``after_step(aux_state, grads,
   params, hparams)`` with the agent's new params (e.g. a momentum encoder's EMA). Such a
   learner is initialized as ``init(key, params)`` and sees the agent's network through
-  the ``auxiliary.Encoder`` its skeleton exposes (the Q-learning skeleton: the torso).
+  the ``auxiliary.Encoder`` its skeleton exposes (the Q-learning skeleton: the torso;
+  SAC: its critics' shared encoder, ``Algorithm.encoder``, the term's gradient added to
+  the critic loss's).
 * **Acting through a prior.** An agent may act in a latent space that a frozen decoder
   maps to the env's action (``agents/latent_prior.py``): its ``act`` returns the latent
   in ``extras["latent"]``, the runners hand ``act``'s extras to ``update`` in the

@@ -182,6 +182,10 @@ class Algorithm(NamedTuple):
     target_actor: whether the algorithm has a target actor (TD3, DDPG; not SAC, whose
       ``target_actor_params`` is then None).
     hparams: the algorithm's own continuous hyperparameters (name -> float).
+    encoder: the critic's encoder as ``agents.auxiliary.Encoder`` (its ``params`` take the
+      critic's parameters) for a learner with a loss term (CURL), whose gradient
+      ``gradient_step`` then takes as ``critic_grads`` (added to the critic loss's); None:
+      such learners are refused.
     """
 
     actor: nn.Module
@@ -191,6 +195,7 @@ class Algorithm(NamedTuple):
     init_extra: Callable[[], Any]
     target_actor: bool
     hparams: dict[str, float]
+    encoder: Any = None
 
 
 def per_dim(cfg: OffPolicyConfig, field: str, action_dim: int, name: str) -> np.ndarray:
@@ -218,12 +223,16 @@ def make_encoder(cfg: OffPolicyConfig, spec: EnvSpec) -> Any:
     return functools.partial(make_torso, torso, tuple(spec.obs_shape), (cfg.feature_dim,))
 
 
-def make_critic(cfg: OffPolicyConfig, spec: EnvSpec, num_critics: int) -> nn.Module:
+def make_critic(
+    cfg: OffPolicyConfig, spec: EnvSpec, num_critics: int, shared_encoder: bool = False
+) -> nn.Module:
+    """The critic ensemble; ``shared_encoder``: one encoder for all critics (CURL's SAC)."""
     from jaxrl.networks.continuous import CriticEnsemble
 
     encoder = make_encoder(cfg, spec)
+    kw = {"shared_encoder": True} if shared_encoder else {}
     return CriticEnsemble(
-        num_critics, cfg.hidden_sizes, obs_ndim=len(spec.obs_shape), encoder=encoder
+        num_critics, cfg.hidden_sizes, obs_ndim=len(spec.obs_shape), encoder=encoder, **kw
     )
 
 
@@ -304,7 +313,9 @@ def make_off_policy_agent(
     kind = cfg.exploration_noise
     n = spec.num_envs
     param_noise = getattr(cfg, "param_noise", False)
-    auxiliary = make_auxiliary(spec, cfg, name, lambda a: (a - centre) / half)
+    auxiliary = make_auxiliary(
+        spec, cfg, name, lambda a: (a - centre) / half, encoder=algorithm.encoder
+    )
     if learners:
         base = auxiliary or aux_lib.Auxiliary()
         auxiliary = base._replace(learners=(*base.learners, *learners))
@@ -346,7 +357,7 @@ def make_off_policy_agent(
             critic_opt_state=optimizer.init(critic_params),
             extra=algorithm.init_extra(),
             updates=jnp.zeros((), jnp.int32),
-            aux=aux_lib.init(auxiliary, key),
+            aux=aux_lib.init(auxiliary, key, critic_params),
         )
         noise = None
         if param_noise:

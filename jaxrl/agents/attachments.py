@@ -50,8 +50,10 @@ class AuxiliaryOptions(Options):
       confusion_reward_weight: the confusion reward's weight added to the task reward.
       curl: attach CURL (Laskin et al. 2020; ``agents/curl.py``): a contrastive loss on
         random crops of image observations added to the agent's loss, shaping its torso
-        (the Q-learning agents: dqn, rainbow and their kind). Defaults: CURL's reference
-        Rainbow (``aravindsrinivas/curl_rainbow``).
+        (the Q-learning agents: dqn, rainbow and their kind; sac, on its critic's encoder,
+        shared then by the critics and, detached, by the actor: ``agents/sac.py``).
+        Defaults: CURL's reference Rainbow (``aravindsrinivas/curl_rainbow``); the preset
+        ``pixels-pendulum-curl-sac`` sets the paper's SAC values.
       curl_pad: the crop's padding, pixels per side (edge pixels repeated, then cropped
         back at a random offset; 4 for 84x84 Atari frames as the reference, 1 suits
         MinAtar's 10x10).
@@ -103,7 +105,8 @@ def _symmetry(spec: EnvSpec, cfg: Any, name: str):
 def _curl(spec: EnvSpec, cfg: Any, name: str, encoder: Encoder | None):
     if encoder is None:
         raise ConfigError(
-            f"agent '{name}': curl attaches to the Q-learning agents (dqn, rainbow, ...) only"
+            f"agent '{name}': curl attaches to sac and the Q-learning agents (dqn, rainbow, "
+            "...) only"
         )
     if len(encoder.obs_shape) != 3:
         raise ConfigError(
@@ -127,9 +130,9 @@ def make_auxiliary(
     or None when nothing is attached (a ``demo_file`` alone is read and checked).
     ``to_stored_action`` maps the file's actions (env units) to the agent's stored ones
     (the actor-critics' ``[-1, 1]``); ``encoder`` is the agent's torso for CURL (the
-    Q-learning skeleton's; None: CURL is refused). ConfigError for a bad demonstration file, a ratio
-    without one, AMP without reference data, or a ratio with n-step returns or
-    prioritized replay (demonstrations are one-step, uniform)."""
+    Q-learning skeleton's, SAC's critic's; None: CURL is refused). ConfigError for a bad
+    demonstration file, a ratio without one, AMP without reference data, or a ratio with
+    n-step returns or prioritized replay (demonstrations are one-step, uniform)."""
     want_demos = cfg.demo_ratio > 0
     if not (want_demos or cfg.amp or cfg.action_symmetry or cfg.demo_file or cfg.curl):
         return None

@@ -224,14 +224,20 @@ def step_windows(
 
 
 def loss_grads(
-    aux: Auxiliary, params: Any, aux_state: dict[str, Any], batch: Transition, key: jax.Array
+    aux: Auxiliary,
+    params: Any,
+    aux_state: dict[str, Any],
+    batch: Transition,
+    key: jax.Array,
+    windows: bool = True,
 ) -> tuple[Any, dict[str, Any], dict[str, jax.Array]]:
     """``(grads, aux_grads, metrics)``: the gradients of the learners' loss terms
-    (``loss_terms`` on the first transition of each window of ``batch [B, n, ...]``) with
-    respect to the agent's ``params`` and the learners' own (``trainable``), and their
-    metrics. The agent adds ``grads`` to its own loss's gradient (computed as without
-    learners) before its optimizer step, then calls ``after_step`` with ``aux_grads``."""
-    first = jax.tree.map(lambda x: x[:, 0], batch)
+    (``loss_terms`` on the first transition of each window of ``batch [B, n, ...]``, or on
+    ``batch [B, ...]`` itself when not ``windows``) with respect to the agent's ``params``
+    and the learners' own (``trainable``), and their metrics. The agent adds ``grads`` to
+    its own loss's gradient (computed as without learners) before its optimizer step, then
+    calls ``after_step`` with ``aux_grads``."""
+    first = jax.tree.map(lambda x: x[:, 0], batch) if windows else batch
     h = constants(aux)
 
     def terms(both):

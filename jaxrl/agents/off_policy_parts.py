@@ -146,7 +146,10 @@ def learn(
         if aux is not None:
             aux_state, batch, aux_metrics = auxiliary.step(aux, learner.aux, batch, h, key)
             learner = learner.replace(aux=aux_state)
-        learner, metrics = algorithm.gradient_step(learner, batch, h, step_key)
+        if auxiliary.has_loss(aux):  # CURL: a term on the critic's encoder (auxiliary.py)
+            learner, metrics = loss_term_step(algorithm, aux, learner, batch, h, key, step_key)
+        else:
+            learner, metrics = algorithm.gradient_step(learner, batch, h, step_key)
         metrics = {**metrics, **aux_metrics}
         if cfg.prioritized:
             knobs = PriorityParams(hparams["priority_alpha"], hparams["priority_eps"])
@@ -159,6 +162,28 @@ def learn(
     carry = (learner, buffer_state if cfg.prioritized else None)
     carry, metrics = jax.lax.scan(step, carry, jax.random.split(key, num_steps))
     return carry, jax.tree.map(jnp.nanmean, metrics)
+
+
+def loss_term_step(
+    algorithm: Any,
+    aux: Any,
+    learner: Any,
+    batch: Transition,
+    h: dict[str, jax.Array],
+    key: jax.Array,
+    step_key: jax.Array,
+) -> tuple[Any, dict[str, jax.Array]]:
+    """One gradient step of ``algorithm`` with the loss terms of ``aux``'s learners
+    (``auxiliary.loss_grads`` at the critic's parameters before the step): their gradient
+    is added to the critic loss's (``critic_grads``), then each learner's ``after_step``
+    sees its own gradient and the critic's new parameters. Returns ``(learner,
+    metrics)``, the learners' metrics among them."""
+    grads, aux_grads, aux_metrics = auxiliary.loss_grads(
+        aux, learner.critic_params, learner.aux, batch, key, windows=False
+    )
+    learner, metrics = algorithm.gradient_step(learner, batch, h, step_key, critic_grads=grads)
+    aux_state = auxiliary.after_step(aux, learner.aux, aux_grads, learner.critic_params)
+    return learner.replace(aux=aux_state), {**metrics, **aux_metrics}
 
 
 def param_noise_step(

@@ -28,6 +28,21 @@ this file holds the policy and the losses of one gradient step on a minibatch
 
 Log-probabilities are of the normalized action in ``[-1, 1]^A`` (the reference code's
 convention), so ``target_entropy = -|A|`` means the same for every action box.
+
+CURL from pixels (``curl``; Laskin, Srinivas & Abbeel 2020, "CURL", ICML, Section 4 and
+Figure 2; reference code ``MishaLaskin/curl``, ``curl_sac.py``): the critics share one
+encoder (``CriticEnsemble(shared_encoder=True)``), trained by the critic loss plus CURL's
+InfoNCE term (``agents/curl.py``, the same auxiliary learner as CURL-Rainbow's: its
+gradient is added to the critic loss's by ``off_policy_parts.loss_term_step``), and the
+actor reads the same encoder *detached*: its encoder parameters are the critic's, copied in
+after every critic step, and its loss stops the gradient at the encoder's output
+(``SquashedGaussianActor(detach_encoder=True)``). The momentum (key) encoder is the CURL
+learner's own EMA of the critic's encoder with ``curl_tau`` (the paper's 0.05; the
+reference's is the target critic's encoder, also at 0.05, while here the target critics
+keep SAC's ``tau``). Unlike the reference, the encoder is the whole torso (convolutions and
+the dense layer; the reference detaches after the convolutions, so its actor trains its
+own copy of the dense layer), the RL losses see the un-augmented frames (pad-and-crop
+keeps their size, as in CURL-Rainbow) and a projection head sits before ``W``.
 """
 
 from __future__ import annotations
@@ -51,11 +66,12 @@ from jaxrl.agents.actor_critic import (
     optimizer_step,
     td_target,
 )
+from jaxrl.agents.auxiliary import Encoder
 from jaxrl.agents.latent_prior import with_latent_prior
 from jaxrl.networks.continuous import SquashedGaussianActor
 from jaxrl.ops.squashed_gaussian import squashed_gaussian_sample
 from jaxrl.ops.targets import soft_update
-from jaxrl.types import Agent, EnvSpec
+from jaxrl.types import Agent, ConfigError, EnvSpec
 from jaxrl.validation import build_config, option
 
 
@@ -98,19 +114,52 @@ def make_agent(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Agent:
     return with_latent_prior(spec, cfg, name, build)
 
 
+def shared_encoder(spec: EnvSpec, actor: Any, critic: Any, make: Any, name: str):
+    """CURL's SAC (module docstring): ``(Encoder, tie)``, the critics' shared encoder as an
+    ``agents.auxiliary.Encoder`` of the critic's parameters, and ``tie(actor_params,
+    critic_params)``, the actor's parameters with its encoder's replaced by the critic's."""
+    if make is None:
+        raise ConfigError(
+            f"agent '{name}': curl needs image observations [H, W, C] and a conv torso, "
+            f"{spec.name} gives {list(spec.obs_shape)}; set curl false"
+        )
+    obs = jnp.zeros((1, *spec.obs_shape), spec.obs_dtype)
+    key = jax.random.PRNGKey(0)
+    critic_shapes = jax.eval_shape(critic.init, key, obs, jnp.zeros((1, actor.action_dim)))
+    (enc,) = [k for k in critic_shapes["params"] if k != "critics"]
+    assert enc in jax.eval_shape(actor.init, key, obs)["params"], enc
+    module = make()
+
+    def tie(actor_params, critic_params):
+        return {"params": {**actor_params["params"], enc: critic_params["params"][enc]}}
+
+    encoder = Encoder(
+        params=lambda critic_params: {"params": critic_params["params"][enc]},
+        apply=module.apply,
+        obs_shape=tuple(spec.obs_shape),
+        obs_dtype=spec.obs_dtype,
+    )
+    return encoder, tie
+
+
 def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm:
     """SAC's ``Algorithm`` (actor, critics, policy, one gradient step) for the skeleton of
-    ``agents/actor_critic.py``, or for an agent that composes it (``agents/mbpo.py``)."""
+    ``agents/actor_critic.py``, or for an agent that composes it (``agents/mbpo.py``);
+    with ``cfg.curl``, CURL's shared encoder (module docstring)."""
     action_dim = action_box(spec, name)[0].shape[0]
+    curl = bool(getattr(cfg, "curl", False))
+    make = make_encoder(cfg, spec)
     actor = SquashedGaussianActor(
         action_dim,
         cfg.hidden_sizes,
         obs_ndim=len(spec.obs_shape),
         log_std_min=cfg.log_std_min,
         log_std_max=cfg.log_std_max,
-        encoder=make_encoder(cfg, spec),
+        encoder=make,
+        **({"detach_encoder": True} if curl else {}),
     )
-    critic = make_critic(cfg, spec, cfg.num_critics)
+    critic = make_critic(cfg, spec, cfg.num_critics, shared_encoder=curl)
+    encoder, tie = shared_encoder(spec, actor, critic, make, name) if curl else (None, None)
     optimizer = make_optimizer(cfg)
     target_entropy = -float(action_dim) if cfg.target_entropy is None else cfg.target_entropy
 
@@ -128,7 +177,8 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
         log_alpha = jnp.log(jnp.asarray(cfg.alpha, jnp.float32))
         return {"log_alpha": log_alpha, "alpha_opt_state": optimizer.init(log_alpha)}
 
-    def gradient_step(learner: LearnerState, batch, h, key):
+    def gradient_step(learner: LearnerState, batch, h, key, critic_grads=None):
+        """One step; ``critic_grads`` (a loss term's, e.g. CURL's) add to the critics'."""
         next_key, actor_key = jax.random.split(key)
         log_alpha = learner.extra["log_alpha"]
         alpha = jnp.exp(log_alpha) if cfg.autotune_alpha else h["alpha"]
@@ -146,9 +196,14 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
         (q_loss, (q_mean, td_error)), grads = jax.value_and_grad(critic_loss, has_aux=True)(
             learner.critic_params
         )
+        if critic_grads is not None:
+            grads = jax.tree.map(jnp.add, grads, critic_grads)
         critic_params, critic_opt_state = optimizer_step(
             optimizer, learner.critic_params, grads, learner.critic_opt_state, h["critic_lr"]
         )
+        actor_params = learner.actor_params
+        if tie is not None:  # CURL: the actor reads the critics' new encoder
+            actor_params = tie(actor_params, critic_params)
 
         # Actor, against the updated critics.
         def actor_loss(params):
@@ -156,11 +211,9 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
             q = critic.apply(critic_params, batch.obs, action).min(axis=0)
             return jnp.mean(alpha * log_prob - q), log_prob
 
-        (pi_loss, log_prob), grads = jax.value_and_grad(actor_loss, has_aux=True)(
-            learner.actor_params
-        )
+        (pi_loss, log_prob), grads = jax.value_and_grad(actor_loss, has_aux=True)(actor_params)
         actor_params, actor_opt_state = optimizer_step(
-            optimizer, learner.actor_params, grads, learner.actor_opt_state, h["actor_lr"]
+            optimizer, actor_params, grads, learner.actor_opt_state, h["actor_lr"]
         )
 
         # Temperature.
@@ -203,6 +256,7 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
         init_extra=init_extra,
         target_actor=False,
         hparams={"alpha": cfg.alpha, "alpha_lr": cfg.alpha_lr, "target_entropy": target_entropy},
+        encoder=encoder,
     )
 
 

@@ -19,6 +19,12 @@ observation. Each actor and each critic of an ensemble owns its encoder, trained
 own loss (the separate encoders of CleanRL's ``sac_atari.py``, Christodoulou 2019; not
 SAC-AE's/DrQ's shared critic encoder). With ``encoder`` None (the default) the networks
 are as they were, parameter for parameter.
+
+CURL's SAC (Laskin et al. 2020; ``agents/sac.py`` with ``curl``) shares one encoder
+instead: ``CriticEnsemble(shared_encoder=True)`` applies one encoder to the observation and
+the critics' heads to its features, and ``SquashedGaussianActor(detach_encoder=True)``
+stops the gradient at its encoder's output (its encoder's parameters are the critic's,
+copied in by the agent: the actor's loss does not train them).
 """
 
 from __future__ import annotations
@@ -34,11 +40,19 @@ from jaxrl.networks.torsos import MLP
 Encoder = Callable[[], nn.Module]
 
 
-def _features(encoder: Encoder | None, hidden: Sequence[int], obs_ndim: int, obs: jax.Array):
-    """``MLP(hidden)`` of the observation, or of ``encoder()``'s features of it."""
+def _features(
+    encoder: Encoder | None,
+    hidden: Sequence[int],
+    obs_ndim: int,
+    obs: jax.Array,
+    detach: bool = False,
+):
+    """``MLP(hidden)`` of the observation, or of ``encoder()``'s features of it (with
+    ``detach``, no gradient reaches the encoder)."""
     if encoder is None:
         return MLP(hidden, obs_ndim=obs_ndim)(obs)
-    return MLP(hidden)(encoder()(obs))
+    features = encoder()(obs)
+    return MLP(hidden)(jax.lax.stop_gradient(features) if detach else features)
 
 
 class DeterministicActor(nn.Module):
@@ -64,10 +78,11 @@ class SquashedGaussianActor(nn.Module):
     log_std_min: float = -20.0
     log_std_max: float = 2.0
     encoder: Encoder | None = None
+    detach_encoder: bool = False  # CURL's SAC: the encoder's output without gradient
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        x = _features(self.encoder, self.hidden_sizes, self.obs_ndim, obs)
+        x = _features(self.encoder, self.hidden_sizes, self.obs_ndim, obs, self.detach_encoder)
         mean = nn.Dense(self.action_dim, name="mean")(x)
         log_std = nn.Dense(self.action_dim, name="log_std")(x)
         return mean, jnp.clip(log_std, self.log_std_min, self.log_std_max)
@@ -95,16 +110,22 @@ class QCritic(nn.Module):
 class CriticEnsemble(nn.Module):
     """``num_critics`` independently initialized ``QCritic``s: ``-> Q [num_critics, ...]``.
 
-    Parameters are stacked on a leading axis of size ``num_critics``.
+    Parameters are stacked on a leading axis of size ``num_critics``. With
+    ``shared_encoder`` one ``encoder()`` (unstacked, outside ``critics``) feeds every
+    critic's head its features ``[..., F]`` (CURL's and SAC-AE's critic).
     """
 
     num_critics: int = 2
     hidden_sizes: Sequence[int] = (256, 256)
     obs_ndim: int = 1
     encoder: Encoder | None = None
+    shared_encoder: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+        encoder, obs_ndim = self.encoder, self.obs_ndim
+        if self.shared_encoder and encoder is not None:
+            obs, encoder, obs_ndim = encoder()(obs), None, 1
         ensemble = nn.vmap(
             QCritic,
             variable_axes={"params": 0},
@@ -113,5 +134,5 @@ class CriticEnsemble(nn.Module):
             out_axes=0,
             axis_size=self.num_critics,
         )
-        kw = {} if self.encoder is None else {"encoder": self.encoder}
-        return ensemble(self.hidden_sizes, self.obs_ndim, name="critics", **kw)(obs, action)
+        kw = {} if encoder is None else {"encoder": encoder}
+        return ensemble(self.hidden_sizes, obs_ndim, name="critics", **kw)(obs, action)
