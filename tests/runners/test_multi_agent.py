@@ -114,3 +114,26 @@ def test_check_agents_rejects_bad_input():
         check_agents([plain, carrying], make_game(), 2)
     with pytest.raises(ConfigError, match="multiple of the 2 players"):
         check_agents([plain, plain], make_game(), 3)
+
+
+def test_each_env_explores_with_its_own_key():
+    """Agents that draw one exploration sample per ``act`` call (as noisy nets draw one
+    parameter noise per forward pass) still explore each env on their own: each agent acts
+    per env with the env's own key (``self_play.act_per_env``). On the whole batch every env
+    took the same action at every step."""
+    env = make_game(num_envs=8)
+    config = RunConfig(steps=4 * 8, rollout_len=4, log_every=4 * 8, eval_every=0)
+
+    def act(state, obs, carry, key, explore):  # one coin per call, shared by the batch
+        coin = jax.random.randint(key, (), 0, 2)
+        return jnp.full((obs[OBS].shape[0],), coin, jnp.int32), carry, {}
+
+    def update(state, rollout, key):
+        return Recorder(rollout.action), {}
+
+    agent = Agent(lambda key: Recorder(jnp.zeros((2, 8), jnp.int32)), act, update)
+    runner = make_multi_agent_runner([agent, agent], env, config)
+    state, _ = jax.jit(runner.run_chunk)(jax.jit(runner.init)(jax.random.PRNGKey(0)))
+    for p in range(2):
+        actions = np.asarray(state.agent_state[p].rollout)  # [2, 8 envs], player p's
+        assert all(len(set(row)) == 2 for row in actions), (p, actions)
