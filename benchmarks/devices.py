@@ -7,6 +7,7 @@ float sums), not a speed-up; on a GPU host, ``--devices`` counts real ones.
 
     python benchmarks/devices.py --agent ppo --env MinAtar-Breakout --steps 100000 --devices 4
     python benchmarks/devices.py ... --seeds 5     # seeds 0..4 on each layout, then the IQMs
+                                                   # and the paired differences
 """
 
 from __future__ import annotations
@@ -78,15 +79,35 @@ def main() -> None:
                 flush=True,
             )
     if args.seeds > 1:
-        from jaxrl import stats
-
-        for count, values in finals.items():
-            ci = stats.interval_estimate(np.asarray(values))
-            print(
-                f"{count} device(s): IQM of the last-10% returns {float(ci.point):.2f} "
-                f"[{float(ci.lower):.2f}, {float(ci.upper):.2f}] over {len(values)} seeds"
-            )
+        paired(finals, args.devices)
     sys.stdout.flush()
+
+
+def paired(finals: dict[int, list[float]], devices: int) -> None:
+    """Each layout's IQM with its 95% CI, then seed by seed the difference ``devices``
+    minus 1 device: its mean with a bootstrap 95% CI, and Wilcoxon's signed-rank p."""
+    import numpy as np
+
+    from jaxrl import stats
+
+    for count, values in finals.items():
+        ci = stats.interval_estimate(np.asarray(values))
+        print(
+            f"{count} device(s): IQM of the last-10% returns {float(ci.point):.2f} "
+            f"[{float(ci.lower):.2f}, {float(ci.upper):.2f}] over {len(values)} seeds"
+        )
+    if devices == 1:
+        return
+    diff = np.asarray(finals[devices]) - np.asarray(finals[1])
+    print("per-seed difference (devices - 1): " + " ".join(f"{d:+.2f}" for d in diff))
+    mean = stats.interval_estimate(diff, statistic=lambda x: x.mean(axis=(1, 2)))
+    w, p = stats.wilcoxon_signed_rank(diff) if len(diff) <= 20 else (np.nan, np.nan)
+    print(
+        f"mean difference {float(mean.point):+.3f} [{float(mean.lower):+.3f}, "
+        f"{float(mean.upper):+.3f}] (paired bootstrap 95%); {int((diff < 0).sum())} of "
+        f"{len(diff)} seeds lower on {devices} devices; Wilcoxon signed-rank W+ = {w:g}, "
+        f"two-sided p = {p:.3f}"
+    )
 
 
 if __name__ == "__main__":
