@@ -14,6 +14,7 @@ Examples::
     python -m jaxrl.train --agent dqn --env CartPole --callback export:every=50000
     python -m jaxrl.train --agent dqn --env CartPole --init-from runs/dqn_CartPole-v1_s0_...:20000
     python -m jaxrl.train --agent dqn --env CartPole --callback mymodule:my_callback
+    python -m jaxrl.launch --processes 2 -- python -m jaxrl.train --agent ppo --env MinAtar-Breakout
 
 Dotted overrides set any option: ``--agent.KEY VALUE``, ``--env.KEY VALUE`` and
 ``--run.KEY VALUE`` (``--agent.n_step 3``, ``--run.eval_every 20000``). A user's mistake

@@ -109,3 +109,32 @@ def test_process_zero_alone_writes_the_run(runs):
     assert {"ocdbt.process_0", "ocdbt.process_1"} <= {p.name for p in state.iterdir()}
     assert first.stdout.count("final evaluation") == 1
     assert sorted(os.listdir(out)) == ["one", "one.py", "two"]
+
+
+def test_what_a_job_of_processes_cannot_run_is_one_line(monkeypatch):
+    """Seen from a process of a 2-process job (``jax.process_count`` patched): a device
+    count other than the job's, or an option that is not one run over the job's devices,
+    is a ConfigError naming it; a job of one process broadcasts nothing."""
+    import jax
+
+    from jaxrl.experiment.setup import Launch, _check_job
+    from jaxrl.runners.devices import env_mesh
+    from jaxrl.runners.topology import broadcast_text
+    from jaxrl.types import ConfigError
+
+    assert broadcast_text("runs/x") == "runs/x"
+    monkeypatch.setattr(jax, "process_count", lambda: 2)
+    with pytest.raises(
+        ConfigError, match="--devices 4: a job of 2 processes .* give --devices all"
+    ):
+        env_mesh(4, 8)
+    assert env_mesh("all", 8).devices.size == len(jax.devices())
+    for launch, flag in (
+        (Launch(devices=1), "give --devices all"),
+        (Launch(devices="all", seeds=2), "drop --seeds/--sweep"),
+        (Launch(devices="all", actor_threads=2), "drop --actor-threads"),
+        (Launch(devices="all", callbacks=["export"]), "drop --callback"),
+    ):
+        with pytest.raises(ConfigError, match=flag):
+            _check_job(launch)
+    _check_job(Launch(devices="all"))
