@@ -13,6 +13,9 @@ tasks]`` (float64 on the way in):
   ``StratifiedBootstrap``; ``interval_estimate``: the point estimate and its percentile
   confidence interval from those resamples (rliable's default method, ``percentile``,
   95%, 50,000 replications for aggregate metrics and 2,000 for profiles).
+* ``wilcoxon_signed_rank``: the exact two-sided p-value of paired differences (one
+  run's score under two settings, seed by seed; Wilcoxon 1945), by enumerating every
+  sign pattern of the ranks (``scipy.stats.wilcoxon(d, method="exact")`` without ties).
 * ``performance_profile``: for each threshold ``tau``, the fraction of runs (over all
   tasks) whose score is strictly above ``tau`` (rliable's ``run_score_deviation``, the
   paper's "score distribution").
@@ -133,3 +136,33 @@ def performance_profile_interval(
     """``performance_profile`` with its stratified-bootstrap percentile CI per ``tau``."""
     statistic = lambda x: performance_profile(x, taus)
     return interval_estimate(scores, statistic, reps, confidence, seed)
+
+
+MAX_EXACT_PAIRS = 20  # 2^20 sign patterns
+
+
+def wilcoxon_signed_rank(differences: ArrayLike) -> tuple[float, float]:
+    """``(W+, p)`` of the Wilcoxon signed-rank test of paired ``differences`` ``[n]``.
+
+    Zero differences are dropped (Wilcoxon's convention); the others are ranked by
+    absolute value (ties get their mean rank), ``W+`` is the sum of the ranks of the
+    positive ones, and ``p`` the exact two-sided probability, under the null hypothesis
+    that each sign is + or - with probability 1/2 independently, of a ``W+`` at least as
+    far from its mean ``sum(ranks) / 2`` as the one observed. At most
+    ``MAX_EXACT_PAIRS`` non-zero pairs (ValueError otherwise); ``p`` is 1 with none.
+    """
+    d = np.asarray(differences, np.float64).ravel()
+    d = d[d != 0]
+    n = len(d)
+    if n > MAX_EXACT_PAIRS:
+        raise ValueError(f"exact test of at most {MAX_EXACT_PAIRS} pairs, got {n}")
+    if n == 0:
+        return 0.0, 1.0
+    a = np.abs(d)
+    ranks = np.array([((a < x).sum() + (a <= x).sum() + 1) / 2.0 for x in a])
+    observed = float(ranks[d > 0].sum())
+    signs = (np.arange(2**n)[:, None] >> np.arange(n)) & 1  # [2^n, n]: every sign pattern
+    everything = signs @ ranks
+    centre = ranks.sum() / 2.0
+    p = np.mean(np.abs(everything - centre) >= abs(observed - centre) - 1e-9)
+    return observed, float(p)

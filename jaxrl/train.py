@@ -14,6 +14,7 @@ Examples::
     python -m jaxrl.train --agent dqn --env CartPole --callback export:every=50000
     python -m jaxrl.train --agent dqn --env CartPole --init-from runs/dqn_CartPole-v1_s0_...:20000
     python -m jaxrl.train --agent dqn --env CartPole --callback mymodule:my_callback
+    python -m jaxrl.launch --processes 2 -- python -m jaxrl.train --agent ppo --env MinAtar-Breakout
 
 Dotted overrides set any option: ``--agent.KEY VALUE``, ``--env.KEY VALUE`` and
 ``--run.KEY VALUE`` (``--agent.n_step 3``, ``--run.eval_every 20000``). A user's mistake
@@ -250,10 +251,12 @@ def _devices(value: str | None) -> int | str:
         raise ConfigError(f"--devices must be a positive integer or 'all', got '{value}'") from None
 
 
-def _join(args: argparse.Namespace) -> None:
+def _join(args: argparse.Namespace) -> int:
     """Joins the job of ``--coordinator/--num-processes/--process-id`` (or of the
     ``JAXRL_*`` variables ``python -m jaxrl.launch`` sets; ``runners.topology``): a peer
-    that does not come within ``--init-timeout`` is a ``ConfigError``."""
+    that does not come within ``--init-timeout`` is a ``ConfigError``. Returns the job's
+    process count (1: no job). A job of several processes trains one run over all the
+    job's devices (``--devices all``, the default there; ``experiment.setup``)."""
     from jaxrl.runners.topology import DEFAULT_TIMEOUT, Topology, join
 
     flags = (args.coordinator, args.num_processes, args.process_id)
@@ -266,14 +269,7 @@ def _join(args: argparse.Namespace) -> None:
     elif args.init_timeout is not None and topology is None:
         raise ConfigError("--init-timeout is for a job of several processes (--num-processes)")
     join(topology)
-    if topology is not None and topology.num_processes > 1:
-        import jax
-
-        raise ConfigError(
-            f"joined {jax.process_count()} processes, but jaxrl.train runs one run per "
-            "process: split a run over processes with runners.devices.data_parallel on a "
-            "mesh of jax.devices() in a program of your own"
-        )
+    return 1 if topology is None else topology.num_processes
 
 
 def _names(value: str) -> list[str]:
@@ -285,7 +281,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args, overrides = parse_args(argv)
-        _join(args)
+        if _join(args) > 1 and args.devices is None:
+            args.devices = "all"
         from jaxrl.networks.spec import import_modules
 
         import_modules(args.imports)

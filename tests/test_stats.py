@@ -86,3 +86,22 @@ def test_performance_profile_counts_runs_above_tau():
     np.testing.assert_allclose(profile.point, expected)
     assert np.all(profile.lower <= profile.point) and np.all(profile.point <= profile.upper)
     assert profile.lower[0] == profile.upper[0] == 1.0 and profile.upper[-1] == 0.0
+
+
+def test_wilcoxon_signed_rank_is_scipys_exact_test():
+    """Against scipy's exact test (no ties), and by hand: five positive differences give
+    W+ = 15 and p = 2 / 32 (only all-plus and all-minus are as extreme)."""
+    rng = np.random.default_rng(0)
+    for n in (5, 9, 16):
+        d = rng.normal(0.3, 1.0, n)
+        w, p = stats.wilcoxon_signed_rank(d)
+        ref = scipy.stats.wilcoxon(d, method="exact")
+        assert p == pytest.approx(ref.pvalue, rel=1e-9)
+        assert w == pytest.approx(n * (n + 1) / 2 - ref.statistic) or w == ref.statistic
+    assert stats.wilcoxon_signed_rank([0.1, 0.2, 0.05, 0.17, 0.3]) == (15.0, 0.0625)
+    # ties share their mean rank; zeros are dropped
+    w, p = stats.wilcoxon_signed_rank([1.0, -1.0, 2.0, 0.0])
+    assert w == 1.5 + 3.0 and p == 6 / 8  # |W+ - 3| >= 1.5 in 6 of the 8 patterns
+    assert stats.wilcoxon_signed_rank([]) == (0.0, 1.0)
+    with pytest.raises(ValueError, match="at most 20"):
+        stats.wilcoxon_signed_rank(np.ones(21))

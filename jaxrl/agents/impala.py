@@ -18,6 +18,11 @@ with ``gae_lambda = lambda``. The lag appears with ``runners/sebulba.py``'s acto
 Built on the on-policy skeleton (``agents/on_policy.py``): the same ``ActorCritic``
 network, acting, masks, observation and reward normalization; this file holds only the
 V-trace update and IMPALA's defaults.
+
+``lstm=True``: the paper's LSTM after the torso (``networks/recurrent.py``, 256 units
+as in the paper's Figure 3; ``lstm_size``), its state in the per-env carry; the update
+re-runs the network over the rollout from the rollout's first carry, resetting it where
+an episode starts (``agents/recurrent.py``), and back-propagates through the unroll.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from jaxrl.agents.on_policy import (
     learning_rate,
     learning_rewards,
 )
+from jaxrl.agents.recurrent import recurrent_parts
 from jaxrl.ops.policy_gradient import policy_gradient_loss, value_loss
 from jaxrl.ops.vtrace import vtrace
 from jaxrl.types import Agent, EnvSpec, Transition, main_obs
@@ -68,6 +74,8 @@ class IMPALAConfig(ActorCriticConfig):
       c_bar: truncation of the trace coefficients (1.0).
       pg_rho_bar: truncation in the policy-gradient advantages (None: ``rho_bar``).
       gae_lambda: V-trace's lambda in ``c_t = lambda min(c_bar, rho_t)`` (1.0).
+      lstm: an LSTM after the torso (False), as the paper's network has.
+      lstm_size: the LSTM's units (256, the paper's Figure 3).
     """
 
     optimizer: Literal["adam", "adamw", "radam", "rmsprop", "sgd"] = "rmsprop"
@@ -81,6 +89,8 @@ class IMPALAConfig(ActorCriticConfig):
     rho_bar: float = option(1.0, gt=0)
     c_bar: float = option(1.0, gt=0)
     pg_rho_bar: float | None = option(None, gt=0)
+    lstm: bool = False
+    lstm_size: int = option(256, ge=1)
 
 
 @flax.struct.dataclass
@@ -105,17 +115,24 @@ def make_impala(spec: EnvSpec, **overrides: Any) -> Agent:
     the actions taken (``act`` records them)."""
     cfg = build_config(IMPALAConfig, overrides, "agent 'impala'")
     parts = actor_critic_parts(spec, cfg, _hparams, "impala")
+    rnn = recurrent_parts(spec, cfg, parts, cfg.lstm_size) if cfg.lstm else None
 
     def loss_fn(params: Any, h: IMPALAHparams, batch: tuple):
-        obs, next_obs, action, behaviour_log_prob, reward, terminated, truncated = batch
+        obs, next_obs, action, behaviour_log_prob, reward, terminated, truncated, carry = batch
         T, N = reward.shape
         flat = lambda x: x.reshape(T * N, *x.shape[2:])
-        dist, value = parts.policy(params, jax.tree.map(flat, obs))
+        if rnn is None:
+            dist, value = parts.policy(params, jax.tree.map(flat, obs))
+        else:
+            dist, value, next_value = rnn.evaluate(
+                params, carry, obs, next_obs, terminated | truncated
+            )
         log_prob, entropy = parts.log_prob_entropy(dist, flat(action))
         log_prob, value = log_prob.reshape(T, N), value.reshape(T, N)
-        next_value = parts.network.apply(
-            params, flat(main_obs(next_obs)), method=ActorCritic.critic
-        ).reshape(T, N)
+        if rnn is None:
+            next_value = parts.network.apply(
+                params, flat(main_obs(next_obs)), method=ActorCritic.critic
+            ).reshape(T, N)
         targets = vtrace(
             jax.lax.stop_gradient(log_prob) - behaviour_log_prob,
             reward,
@@ -149,6 +166,7 @@ def make_impala(spec: EnvSpec, **overrides: Any) -> Agent:
             reward,
             rollout.terminated,
             rollout.truncated,
+            None if rnn is None else jax.tree.map(lambda c: c[0], rollout.extras["carry"]),
         )
         lr = learning_rate(cfg, state)
         step = gradient_step(loss_fn, parts.optimizer, state.hparams, lr)
@@ -161,7 +179,9 @@ def make_impala(spec: EnvSpec, **overrides: Any) -> Agent:
         metrics["lr"] = lr
         return state, metrics
 
-    return Agent(init=parts.init, act=parts.act, update=update)
+    if rnn is None:
+        return Agent(init=parts.init, act=parts.act, update=update)
+    return Agent(init=rnn.init, act=rnn.act, update=update, init_carry=rnn.init_carry)
 
 
 make_impala.Config = IMPALAConfig

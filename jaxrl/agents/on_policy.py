@@ -245,7 +245,11 @@ class Objective(NamedTuple):
     num_minibatches: int
 
 
-def make_network(spec: EnvSpec, cfg: ActorCriticConfig) -> ActorCritic:
+def make_network(
+    spec: EnvSpec, cfg: ActorCriticConfig, module: type[ActorCritic] = ActorCritic, **extra: Any
+) -> ActorCritic:
+    """The ``module`` (``ActorCritic`` or a subclass, with its own fields ``extra``) that
+    ``cfg`` describes for ``spec``."""
     space = spec.action_space
     discrete = isinstance(space, Discrete)
     hidden = cfg.hidden_sizes
@@ -253,8 +257,8 @@ def make_network(spec: EnvSpec, cfg: ActorCriticConfig) -> ActorCritic:
     built_in = isinstance(torso, str) and (torso == "mlp" or torso in CNN_TORSOS)
     if built_in and torso != "mlp" and hidden == (64, 64):  # each CNN's own dense layer
         hidden = {"nature": (512,), "impala": (256,), "minatar": (128,)}[torso]
-    module = None if built_in else make_torso(torso, spec.obs_shape, hidden)
-    return ActorCritic(
+    torso_module = None if built_in else make_torso(torso, spec.obs_shape, hidden)
+    return module(
         action_dim=space.n if discrete else space.shape[0],
         discrete=discrete,
         hidden_sizes=hidden,
@@ -263,7 +267,8 @@ def make_network(spec: EnvSpec, cfg: ActorCriticConfig) -> ActorCritic:
         shared=cfg.shared_torso,
         log_std_init=cfg.log_std_init,
         torso=torso if built_in else "mlp",
-        torso_module=module,
+        torso_module=torso_module,
+        **extra,
     )
 
 
@@ -337,20 +342,33 @@ def actor_critic_parts(
 
     def act(state: ActorCriticState, obs: Any, carry, key: Array, explore: bool = True):
         dist, value = policy(state.params, norm_obs(state, obs))
-        if discrete:
-            action = D.categorical_sample(key, dist) if explore else D.categorical_mode(dist)
-            extras = {"log_prob": D.categorical_log_prob(dist, action), "value": value}
-            if not explore:  # for TensorBoard's histograms (jaxrl.experiment.histograms)
-                extras["action_probs"] = jax.nn.softmax(dist, axis=-1)
-            return action, carry, extras
-        mean, log_std = dist
-        raw = D.gaussian_sample(key, mean, log_std) if explore else mean
-        extras = {"log_prob": D.gaussian_log_prob(mean, log_std, raw), "value": value}
-        return jnp.clip(raw, low, high), carry, {**extras, "raw_action": raw}
+        bounds = None if discrete else (low, high)
+        action, extras = policy_action(dist, value, key, explore, bounds)
+        return action, carry, extras
 
     return ActorCriticParts(
         network, optimizer, discrete, norm_obs, policy, log_prob_entropy, init, act
     )
+
+
+def policy_action(
+    dist: Any, value: Array, key: Array, explore: bool, bounds: tuple[Array, Array] | None = None
+) -> tuple[Array, dict[str, Array]]:
+    """``(action, extras)`` of an actor-critic's ``act`` from its policy ``dist`` and
+    ``value`` ``[N]``: a categorical's sample (``explore``) or mode when ``bounds`` is None,
+    else a Gaussian ``(mean, log_std)``'s sample or mean clipped to ``bounds = (low,
+    high)``. Extras: ``log_prob`` and ``value`` ``[N]``; ``action_probs`` ``[N, A]`` for a
+    greedy categorical; ``raw_action`` (unclipped) for a Gaussian."""
+    if bounds is None:
+        action = D.categorical_sample(key, dist) if explore else D.categorical_mode(dist)
+        extras = {"log_prob": D.categorical_log_prob(dist, action), "value": value}
+        if not explore:  # for TensorBoard's histograms (jaxrl.experiment.histograms)
+            extras["action_probs"] = jax.nn.softmax(dist, axis=-1)
+        return action, extras
+    mean, log_std = dist
+    raw = D.gaussian_sample(key, mean, log_std) if explore else mean
+    extras = {"log_prob": D.gaussian_log_prob(mean, log_std, raw), "value": value}
+    return jnp.clip(raw, *bounds), {**extras, "raw_action": raw}
 
 
 def objective_loss(parts: ActorCriticParts, cfg: ActorCriticConfig, objective: Objective):

@@ -43,6 +43,7 @@ from jaxrl.experiment import callbacks, checkpoint, guards, recorders, report
 from jaxrl.experiment.histograms import make_collector
 from jaxrl.experiment.logging import MetricsWriter
 from jaxrl.experiment.setup import Setup
+from jaxrl.runners.topology import is_primary
 
 
 @dataclasses.dataclass
@@ -123,6 +124,22 @@ def prepare(setup: Setup, restored: Any = None, warm: Any = None) -> Prepared:
     return Prepared(state, run_chunk, time.perf_counter() - start)
 
 
+class _Silent:
+    """The metrics writer of a process other than 0 in a job of several: it writes nothing
+    (process 0 writes the run's rows; every process computes them)."""
+
+    takes_histograms = False
+
+    def write(self, row: Any, tag_prefix: str = "") -> None:
+        pass
+
+    def __enter__(self) -> _Silent:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+
 class _Driver:
     """One process's part of a run: the loop over chunks and what happens between them.
 
@@ -148,16 +165,20 @@ class _Driver:
         self.position = Position.resumed(meta, self.layout.steps_per_chunk)
         if self.position.first_solve_steps is None:
             self.position.first_solve_steps = [None] * len(setup.members)
-        self.writer = MetricsWriter(
-            run_dir,
-            keep_rows=int(meta["rows"]) if restored is not None else None,
-            purge_step=restored.step + 1 if restored is not None else None,
-            loggers=setup.launch.loggers,
-            config=setup.cfg,
+        self.writer = (
+            MetricsWriter(
+                run_dir,
+                keep_rows=int(meta["rows"]) if restored is not None else None,
+                purge_step=restored.step + 1 if restored is not None else None,
+                loggers=setup.launch.loggers,
+                config=setup.cfg,
+            )
+            if is_primary()
+            else _Silent()
         )
         self.saver = checkpoint.CheckpointWriter(run_dir, keep=setup.launch.keep)
         batched = setup.launch.batched
-        wants = self.writer.takes_histograms and not batched
+        wants = self.writer.takes_histograms and not batched and jax.process_count() == 1
         histograms = make_collector(setup.agent, setup.eval_env) if wants else None
         self.watchdog = guards.Watchdog(
             setup.launch.watchdog, run_dir / "watchdog-stacks.txt", f"; {_resume_hint(run_dir)}"
@@ -339,6 +360,8 @@ def drive(
     ``guards.Interrupted`` after saving when ``signals`` saw SIGINT or SIGTERM.
     """
     runner, run_cfg = setup.runner, setup.run_config
+    if not is_primary():  # a job's process 0 alone prints and writes (runners.topology)
+        console = Console(quiet=True)
     prepared = prepared or prepare(setup, restored)
     driver = _Driver(setup, run_dir, console, restored, signals)
     driver.signals.abort_message = lambda: (
@@ -351,7 +374,9 @@ def drive(
     requested, pos = driver.signals.requested, driver.position
     early = pos.first_solved is not None or pos.stopped_by is not None
     if requested is not None and pos.chunk < driver.layout.num_chunks and not early:
-        report.write_summary(_summary(driver, prepared.compile_time, np.full(1, np.nan)), run_dir)
+        if is_primary():
+            summary = _summary(driver, prepared.compile_time, np.full(1, np.nan))
+            report.write_summary(summary, run_dir)
         name = signal.Signals(requested).name
         raise guards.Interrupted(
             f"stopped by {name} at step {driver.position.steps:,} of "
@@ -368,7 +393,8 @@ def drive(
     batched = setup.launch.batched
     if batched:
         summary = report.across_members(summary)
-    report.write_summary(summary, run_dir)
+    if is_primary():
+        report.write_summary(summary, run_dir)
     report.print_summary(
         summary, setup.members, batched, run_cfg.eval_episodes, run_cfg.stop_return, console
     )

@@ -30,6 +30,7 @@ member's ``seed`` and swept values (``agent.lr``) as columns.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from pathlib import Path
@@ -51,6 +52,7 @@ from jaxrl.experiment.setup import (
     write_run_files,
 )
 from jaxrl.runners import RunConfig
+from jaxrl.runners.topology import broadcast_text, is_primary
 from jaxrl.types import Agent, ConfigError
 from jaxrl.validation import build_config, config_to_dict
 
@@ -108,16 +110,33 @@ def run_experiment(
     launch = setup.launch
     with guards.StopSignals() as signals:
         prepared = prepare(setup, warm=warm)
-        try:
-            run_dir = new_run_dir(logdir, cfg, launch)
-        except OSError as e:
-            what = f"cannot create a run directory under '{logdir}'"
-            raise ConfigError(f"{what}: {e.strerror}") from None
-        with RunLock(run_dir):
-            write_run_files(run_dir, cfg, launch)
+        run_dir = _new_run_dir(logdir, cfg, launch)
+        with _lock(run_dir):
+            if is_primary():
+                write_run_files(run_dir, cfg, launch)
             if source is not None:
                 _record_start(setup, run_dir, source, prepared.state.agent_state)
             return drive(setup, run_dir, console or Console(), None, prepared, signals)
+
+
+def _new_run_dir(logdir: str | Path, cfg: dict[str, Any], launch: Launch) -> Path:
+    """A new run directory, created by process 0 of a job (``runners.topology``) and
+    named to the others; ConfigError on every process when it cannot be created."""
+    error = run_dir = ""
+    if is_primary():
+        try:
+            run_dir = str(new_run_dir(logdir, cfg, launch))
+        except OSError as e:
+            error = f"cannot create a run directory under '{logdir}': {e.strerror}"
+    named = broadcast_text(error or run_dir)
+    if error or not Path(named).is_dir():
+        raise ConfigError(error or named)
+    return Path(named)
+
+
+def _lock(run_dir: Path) -> Any:
+    """The run directory's lock, held by process 0 of a job (the one that writes)."""
+    return RunLock(run_dir) if is_primary() else contextlib.nullcontext()
 
 
 def _warm_start(setup: Setup) -> tuple[warmstart.Source | None, Any]:
@@ -195,7 +214,7 @@ def resume_experiment(
     run_dir = Path(run_dir)
     _check_is_run(run_dir)
     checkpoint.pick_step(run_dir, step)  # a missing run or checkpoint: one line, no change
-    with RunLock(run_dir):
+    with _lock(run_dir):
         setup = build(run_dir)
         changes = {"checkpoint_every": checkpoint_every, "keep": keep, "watchdog": watchdog}
         changes = {k: v for k, v in changes.items() if v is not None}
@@ -226,7 +245,8 @@ def resume_experiment(
         callbacks.check(setup.launch.callbacks, resolve_them=True)
         with guards.StopSignals() as signals:
             prepared = prepare(setup, restored)
-            write_run_files(run_dir, setup.cfg, setup.launch)
+            if is_primary():
+                write_run_files(run_dir, setup.cfg, setup.launch)
             return drive(setup, run_dir, console, restored, prepared, signals)
 
 

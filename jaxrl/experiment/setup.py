@@ -263,6 +263,8 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     runner = runners.make(agent, env, run_cfg, eval_env)
     if cfg.get("agents"):  # independent agents, one per player (runners/multi_agent.py)
         runner = _independent(cfg, launch, env, eval_env, run_cfg)
+    if jax.process_count() > 1:
+        _check_job(launch)
     if launch.actor_threads:
         return _actor_learner(cfg, launch, env, eval_env, agent, run_cfg)
     if launch.devices != 1:
@@ -325,6 +327,22 @@ def _actor_learner(cfg, launch, env, eval_env, agent, run_cfg) -> Setup:
         agent, env, run_cfg, eval_env, launch.actor_threads, launch.queue_size, launch.sync_actors
     )
     return Setup(cfg, launch, env, eval_env, agent, runner, launch.members(run_cfg.seed))
+
+
+def _check_job(launch: Launch) -> None:
+    """ConfigError for what a job of several processes (``jax.distributed``) cannot run:
+    it trains one run, its envs split over every device of the job (``--devices all``)."""
+    what = f"a job of {jax.process_count()} processes"
+    if launch.devices == 1:
+        raise ConfigError(f"{what} splits one run over all its devices: give --devices all")
+    for flag, given in (
+        ("--seeds/--sweep", launch.batched),
+        ("--actor-threads", launch.actor_threads),
+        ("--callback", launch.callbacks),
+        ("--init-from", launch.init_from),
+    ):
+        if given:
+            raise ConfigError(f"{what} trains one run over its devices; drop {flag}")
 
 
 def _split_envs(cfg, launch, env, eval_env, agent, runner, members) -> Setup:

@@ -19,8 +19,11 @@ A sharded prioritized replay in the agent state (``buffers/sharded.py``, Ape-X's
 sum trees (``replay_shardings``).
 
 ``num_envs`` must be a multiple of the device count; a mesh that asks for more devices
-than the process has is a ``ConfigError``. Multi-process meshes (``jax.distributed``) use
-the same layout over ``jax.devices()``; this module builds single-process meshes.
+than the process has is a ``ConfigError``. In a job of several processes
+(``jax.distributed``, ``runners/topology.py``) the mesh spans every device of the job
+(``jax.devices()``, each process's own in turn), so each process steps the envs of its
+devices and every process runs the same program; ``devices`` must then be ``"all"`` or
+the job's device count.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxrl.buffers.sharded import ShardedReplayState
@@ -43,6 +47,8 @@ def env_mesh(devices: int | str, num_envs: int) -> Mesh:
     Raises ``ConfigError`` when there are fewer devices, or ``num_envs`` is not a multiple
     of their count.
     """
+    if jax.process_count() > 1:
+        return _job_mesh(devices, num_envs)
     local = jax.local_devices()
     count = len(local) if devices == "all" else devices
     if isinstance(count, bool) or not isinstance(count, int) or count < 1:
@@ -57,6 +63,22 @@ def env_mesh(devices: int | str, num_envs: int) -> Mesh:
             f"--devices {count} does not divide the {num_envs} envs; use a multiple of {count} envs"
         )
     return Mesh(local[:count], (AXIS,))
+
+
+def _job_mesh(devices: int | str, num_envs: int) -> Mesh:
+    """``env_mesh`` of a job of several processes: every device of the job."""
+    every = jax.devices()
+    if devices not in ("all", len(every)):
+        raise ConfigError(
+            f"--devices {devices}: a job of {jax.process_count()} processes splits one run over "
+            f"all its {len(every)} devices; give --devices all"
+        )
+    if num_envs % len(every):
+        raise ConfigError(
+            f"the job's {len(every)} devices do not divide the {num_envs} envs; use a "
+            f"multiple of {len(every)} envs"
+        )
+    return Mesh(np.asarray(every), (AXIS,))
 
 
 def env_shardings(mesh: Mesh, state: RunnerState, num_envs: int) -> RunnerState:

@@ -31,6 +31,7 @@ import socket
 import time
 
 import jax
+import numpy as np
 
 from jaxrl.types import ConfigError
 
@@ -212,3 +213,22 @@ def join(topology: Topology | None) -> None:
         topology.process_id,
         initialization_timeout=max(1, int(topology.timeout)),
     )
+
+
+def is_primary() -> bool:
+    """Whether this process writes a run's files: process 0 of a job (or the only one)."""
+    return jax.process_index() == 0
+
+
+def broadcast_text(text: str, size: int = 4096) -> str:
+    """Process 0's ``text`` (at most ``size`` UTF-8 bytes) on every process of the job;
+    ``text`` itself in a job of one process. Every process must call it."""
+    if jax.process_count() == 1:
+        return text
+    from jax.experimental import multihost_utils
+
+    data = text.encode()[:size] if is_primary() else b""
+    buffer = np.zeros(size, np.uint8)
+    buffer[: len(data)] = np.frombuffer(data, np.uint8)
+    got = bytes(np.asarray(multihost_utils.broadcast_one_to_all(buffer)))
+    return got.split(b"\0", 1)[0].decode()

@@ -1,0 +1,98 @@
+r"""A recurrent actor-critic: torso -> LSTM -> policy and value heads.
+
+IMPALA's network (Espeholt et al. 2018, Figure 3, both the shallow and the deep model):
+the torso's features go through an LSTM of 256 units whose output feeds the policy and
+the value heads. The paper also feeds the previous action and reward into the LSTM;
+this network takes the observation alone. ``RecurrentActorCritic`` is
+``policies.ActorCritic`` (the same torsos, heads and initialization) with one LSTM after
+each torso: ``shared=True`` (the paper's network) has one torso and one LSTM, ``shared=False``
+gives the actor and the critic a torso and an LSTM each.
+
+The LSTM (Hochreiter & Schmidhuber 1997, with forget gates; Flax's ``LSTMCell``) maps
+``(c, h)`` and an input ``x`` to
+
+.. math::
+    i, f, o = \sigma(W_{i,f,o} x + U_{i,f,o} h + b_{i,f,o}),\quad
+    g = \tanh(W_g x + U_g h + b_g),\quad c' = f c + i g,\quad h' = o \tanh(c'),
+
+and outputs ``h'``. Input kernels use Flax's LeCun normal, recurrent kernels an
+orthogonal matrix (``initializers.orthogonal``, safe under ``vmap`` on XLA:CPU), biases 0.
+
+The carry is a dict ``{"actor": (c, h)}`` (plus ``"critic"`` when not shared), each leaf
+``[N, lstm_size]`` float32, zeros at an episode's start (``initial_carry``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from jaxrl.networks.initializers import orthogonal
+from jaxrl.networks.policies import ActorCritic
+from jaxrl.types import reset_carry
+
+Array = jax.Array
+
+
+def initial_carry(num_envs: int, lstm_size: int, shared: bool) -> dict[str, tuple[Array, Array]]:
+    """The carry at an episode's start: ``(c, h)`` zeros ``[num_envs, lstm_size]`` float32
+    for the actor's LSTM and, when not ``shared``, the critic's."""
+    zeros = lambda: (jnp.zeros((num_envs, lstm_size)), jnp.zeros((num_envs, lstm_size)))
+    return {"actor": zeros()} if shared else {"actor": zeros(), "critic": zeros()}
+
+
+class RecurrentActorCritic(ActorCritic):
+    """``ActorCritic`` with an LSTM of ``lstm_size`` units after each torso.
+
+    ``__call__(carry, obs [N, *obs_shape]) -> (carry, dist, value [N])`` takes one step;
+    ``value(carry, obs) -> value [N]`` runs the critic's side only (the carry it would
+    produce is dropped). Any leading batch shape works as long as ``carry``'s matches.
+    """
+
+    lstm_size: int = 256
+
+    def setup(self):
+        super().setup()
+        cell = lambda: nn.LSTMCell(self.lstm_size, recurrent_kernel_init=orthogonal())
+        self.actor_lstm = cell()
+        if not self.shared:
+            self.critic_lstm = cell()
+
+    def __call__(self, carry: dict, obs: Array):
+        actor, features = self.actor_lstm(carry["actor"], self.actor_torso(obs))
+        out = self.policy_head(features)
+        dist = out if self.discrete else (out, self.log_std)
+        if self.shared:
+            return {"actor": actor}, dist, self.value_head(features)[..., 0]
+        critic, critic_features = self.critic_lstm(carry["critic"], self.critic_torso(obs))
+        return {"actor": actor, "critic": critic}, dist, self.value_head(critic_features)[..., 0]
+
+    def value(self, carry: dict, obs: Array) -> Array:
+        if self.shared:
+            _, features = self.actor_lstm(carry["actor"], self.actor_torso(obs))
+        else:
+            _, features = self.critic_lstm(carry["critic"], self.critic_torso(obs))
+        return self.value_head(features)[..., 0]
+
+
+def unroll(
+    network: RecurrentActorCritic, params: Any, carry: Any, initial: Any, obs: Array, starts: Array
+) -> tuple[Any, Array, Any]:
+    """The network over a rollout, as acting ran it: ``(dist [T, N, ...], value [T, N],
+    carries)``, ``carries`` the carry after each step (leaves ``[T, N, lstm_size]``).
+
+    ``carry``: the carry before step 0; ``obs`` ``[T, N, *obs_shape]`` (the main array);
+    ``starts`` ``[T, N]`` bool: an episode starts at step ``t`` (the previous step ended
+    one), where the carry is reset to ``initial`` (``[N, ...]``) before the step, as the
+    runners reset it after an episode's last step (``types.reset_carry``)."""
+
+    def step(carry: Any, inputs: tuple[Array, Array]):
+        o, start = inputs
+        carry, dist, value = network.apply(params, reset_carry(carry, initial, start), o)
+        return carry, (dist, value, carry)
+
+    _, (dist, value, carries) = jax.lax.scan(step, carry, (obs, starts))
+    return dist, value, carries
