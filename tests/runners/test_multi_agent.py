@@ -16,6 +16,7 @@ from tests.runners.test_self_play import (
     N,
     Recorder,
     make_game,
+    one_coin_agent,
     recording_agent,
     reference_stream,
 )
@@ -123,15 +124,7 @@ def test_each_env_explores_with_its_own_key():
     took the same action at every step."""
     env = make_game(num_envs=8)
     config = RunConfig(steps=4 * 8, rollout_len=4, log_every=4 * 8, eval_every=0)
-
-    def act(state, obs, carry, key, explore):  # one coin per call, shared by the batch
-        coin = jax.random.randint(key, (), 0, 2)
-        return jnp.full((obs[OBS].shape[0],), coin, jnp.int32), carry, {}
-
-    def update(state, rollout, key):
-        return Recorder(rollout.action), {}
-
-    agent = Agent(lambda key: Recorder(jnp.zeros((2, 8), jnp.int32)), act, update)
+    agent = one_coin_agent(2, 8)  # two transitions per player and iteration
     runner = make_multi_agent_runner([agent, agent], env, config)
     state, _ = jax.jit(runner.run_chunk)(jax.jit(runner.init)(jax.random.PRNGKey(0)))
     for p in range(2):

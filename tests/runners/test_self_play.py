@@ -254,6 +254,20 @@ def test_vmap_over_seeds_equals_separate_runs():
     assert len(set(separate)) > 1  # the members differ
 
 
+def one_coin_agent(rollout_len: int, num_envs: int) -> Agent:
+    """An agent that draws one coin per ``act`` call, shared by the batch (as noisy nets
+    draw one parameter noise per forward pass), and records the actions it is handed."""
+
+    def act(state, obs, carry, key, explore):
+        coin = jax.random.randint(key, (), 0, 2)
+        return jnp.full((obs[OBS].shape[0],), coin, jnp.int32), carry, {}
+
+    def update(state, rollout, key):
+        return Recorder(rollout.action), {}
+
+    return Agent(lambda key: Recorder(jnp.zeros((rollout_len, num_envs), jnp.int32)), act, update)
+
+
 def test_each_env_explores_with_its_own_key():
     """An agent that draws one exploration sample per ``act`` call (as noisy nets draw one
     parameter noise per forward pass) still explores each env on its own: ``act`` runs per
@@ -261,16 +275,7 @@ def test_each_env_explores_with_its_own_key():
     action at every step (identical games in every env)."""
     env = make_game(num_envs=8)
     config = RunConfig(steps=4 * 8, rollout_len=4, log_every=4 * 8, eval_every=0)
-
-    def act(state, obs, carry, key, explore):  # one coin per call, shared by the batch
-        coin = jax.random.randint(key, (), 0, 2)
-        return jnp.full((obs[OBS].shape[0],), coin, jnp.int32), carry, {}
-
-    def update(state, rollout, key):
-        return Recorder(rollout.action), {}
-
-    agent = Agent(lambda key: Recorder(jnp.zeros((4, 8), jnp.int32)), act, update)
-    runner = make_self_play_runner(agent, env, config)
+    runner = make_self_play_runner(one_coin_agent(4, 8), env, config)
     state, _ = jax.jit(runner.run_chunk)(jax.jit(runner.init)(jax.random.PRNGKey(0)))
     actions = np.asarray(state.agent_state.rollout)  # [4 steps, 8 envs], stitched
     assert all(len(set(row)) == 2 for row in actions)  # both actions at every step
