@@ -34,7 +34,10 @@ Contracts v2 (what every later capability builds on):
   simultaneous-move env gives every leaf of ``obs`` a ``[N, num_players, ...]`` layout and
   takes actions ``[N, num_players, ...]``. Stitching each player's transitions across the
   other players' turns is the multi-agent runner's business, not the agents'
-  (``runners/self_play.py``).
+  (``runners/self_play.py``). The turn-based runners call ``act`` per env, on a batch of
+  one with the env's own key (``self_play.act_per_env``), so that exploration drawn once
+  per call (noisy nets' parameter noise) is independent per env: an agent's action may not
+  depend on its row's position in the batch. Single-agent runners act on the whole batch.
 * **State shared by members.** A counter in a state dataclass that every member of a
   vmapped ``--seeds``/``--sweep`` run has in common (env steps given to ``update``, a
   replay ring's ``position``/``size``, a runner's chunk) is declared ``shared_field()``;
