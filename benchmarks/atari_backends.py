@@ -86,7 +86,9 @@ def raw_envpool(num_envs: int, steps: int):
 def fused(backend: str, num_envs: int, steps: int):
     env = envs.make("Pong", num_envs=num_envs, backend=backend, **ENV_OPTIONS)
     agent = agents.make("random", env.spec)
-    runner = make_runner(agent, env, RunConfig(steps=steps, rollout_len=4, log_every=steps))
+    runner = make_runner(
+        agent, env, RunConfig(steps=steps, rollout_len=4, log_every=steps, eval_every=0)
+    )
     state = jax.jit(runner.init)(jax.random.PRNGKey(0))
     start = time.perf_counter()
     chunk = jax.jit(runner.run_chunk).lower(state).compile()

@@ -63,10 +63,12 @@ from rich.console import Console
 from rich.table import Table
 
 from jaxrl import agents, envs
-from jaxrl.agents.dqn import DQN_FLAGS
 from jaxrl.agents.rainbow import RainbowConfig, make_network
 from jaxrl.experiment.config import load_preset
 from jaxrl.runners import RunConfig, make_runner
+
+# The Rainbow flags that leave DQN's network and loss: an expected-value head, no noise.
+DQN_FLAGS = dict(noisy=False, distributional=False, prioritized=False)
 
 ENV_OPTIONS = dict(repeat_action_probability=0.25, noop_max=0)
 FRAMESKIP = 4

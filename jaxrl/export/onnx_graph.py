@@ -2,8 +2,8 @@
 
 :func:`to_onnx` traces ``fn`` with ``jax.make_jaxpr`` and walks its equations once:
 
-* **inlined**: nested jaxprs (``jit``, ``custom_jvp_call``, ``custom_vjp_call``) are walked
-  in place of their call;
+* **inlined**: nested jaxprs (``jit``, ``custom_jvp_call``, ``custom_vjp_call``,
+  ``custom_vmap_call``) are walked in place of their call;
 * **folded**: an equation whose inputs are all known at export time (parameters, keys,
   hyperparameters, ``iota``) is evaluated with JAX there and becomes a constant, so a
   greedy policy's random branch (``uniform(key) < eval_epsilon`` with ``eval_epsilon = 0``)
@@ -70,6 +70,7 @@ _INLINED = {
     "closed_call": "call_jaxpr",
     "custom_jvp_call": "call_jaxpr",
     "custom_vjp_call": "call_jaxpr",
+    "custom_vmap_call": "call",
     "remat": "jaxpr",
     "checkpoint": "jaxpr",
 }
