@@ -14,14 +14,8 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from jaxrl.agents.on_policy import (
-    ActorCriticConfig,
-    ActorCriticHparams,
-    Losses,
-    Objective,
-    base_hparams,
-    make_actor_critic,
-)
+from jaxrl.agents.on_policy import Losses, Objective, make_actor_critic
+from jaxrl.agents.on_policy_config import ActorCriticConfig, ActorCriticHparams, base_hparams
 from jaxrl.buffers.rollout import RolloutBatch
 from jaxrl.ops.policy_gradient import policy_gradient_loss, value_loss
 from jaxrl.types import Agent, EnvSpec
@@ -37,7 +31,7 @@ class A2CConfig(ActorCriticConfig):
     """A2C options: Stable-Baselines3's ``A2C`` defaults (after the OpenAI baselines),
     except the optimizer, Adam here as in PureJaxRL (SB3 uses RMSprop, alpha 0.99).
     One gradient step per rollout on the whole rollout, no clipping; see
-    ``on_policy.ActorCriticConfig`` for the meaning of each field. SB3: lr 7e-4, gamma
+    ``on_policy_config.ActorCriticConfig`` for the meaning of each field. SB3: lr 7e-4, gamma
     0.99, gae_lambda 1.0 (n-step returns), entropy 0.0, value 0.5, max_grad_norm 0.5, no
     advantage normalization."""
 

@@ -40,12 +40,11 @@ from jaxrl.agents.a2c import A2C_OBJECTIVE, A2CConfig
 from jaxrl.agents.on_policy import (
     ActorCriticState,
     actor_critic_parts,
-    after_update,
     apply_gradient,
     learning_rate,
     objective_loss,
-    rollout_batch,
 )
+from jaxrl.agents.rollout_batches import after_update, rollout_batch
 from jaxrl.ops.normalization import RunningMeanStd
 from jaxrl.types import Agent, EnvSpec, Transition
 from jaxrl.validation import build_config, option

@@ -47,14 +47,13 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl.agents import q_learning
-from jaxrl.agents.q_learning import (
+from jaxrl.agents.q_config import (
     Exploration,
     Prioritization,
     PrioritizedHparams,
     QLearningConfig,
-    QLearningState,
-    make_parts,
 )
+from jaxrl.agents.q_learning import QLearningState, make_parts
 from jaxrl.agents.value_heads import scalar_head
 from jaxrl.buffers import ReplayBuffer, make_prioritized_replay, make_sharded_prioritized_replay
 from jaxrl.ops import masked_epsilon_greedy

@@ -12,15 +12,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jaxrl.agents.q_learning import (
-    Exploration,
-    QLearningConfig,
-    make_network,
-    make_q_agent,
-    make_replay,
-    scalar_head,
-)
-from jaxrl.agents.value_heads import expected_value_head
+from jaxrl.agents.q_config import Exploration, QLearningConfig
+from jaxrl.agents.q_learning import make_network, make_q_agent
+from jaxrl.agents.replay import make_replay
+from jaxrl.agents.value_heads import expected_value_head, scalar_head
 from jaxrl.networks import QNetwork
 from jaxrl.types import Agent, EnvSpec
 from jaxrl.validation import build_config, option

@@ -34,19 +34,16 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl.agents.on_policy import (
-    ActorCritic,
+from jaxrl.agents.on_policy import actor_critic_parts, gradient_step, learning_rate
+from jaxrl.agents.on_policy_config import (
     ActorCriticConfig,
     ActorCriticHparams,
-    actor_critic_parts,
-    after_update,
     base_hparams,
     f32,
-    gradient_step,
-    learning_rate,
-    learning_rewards,
 )
 from jaxrl.agents.recurrent import recurrent_parts
+from jaxrl.agents.rollout_batches import after_update, learning_rewards
+from jaxrl.networks.policies import ActorCritic
 from jaxrl.ops.policy_gradient import policy_gradient_loss, value_loss
 from jaxrl.ops.vtrace import vtrace
 from jaxrl.types import Agent, EnvSpec, Transition, main_obs
@@ -59,7 +56,7 @@ Array = jax.Array
 
 @dataclasses.dataclass(frozen=True)
 class IMPALAConfig(ActorCriticConfig):
-    """IMPALA's options; the rest are ``on_policy.ActorCriticConfig``'s.
+    """IMPALA's options; the rest are ``on_policy_config.ActorCriticConfig``'s.
 
     Defaults from Espeholt et al. (2018), Table G.1 (Atari): RMSProp (decay 0.99,
     epsilon 0.01, no momentum) with learning rate 6e-4 (the paper's fixed-setting

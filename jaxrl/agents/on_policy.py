@@ -15,6 +15,9 @@ and its hyperparameters. The skeleton has two layers:
   network, observation normalization, reward scaling, GAE, legal-action masks; it takes an
   ``Objective``, the only part PPO (``agents/ppo.py``) and A2C (``agents/a2c.py``) define:
   their hyperparameters, their epochs and minibatches, and their policy and value losses.
+  Its options and the hyperparameters in its state are ``agents/on_policy_config.py``'s;
+  the rollout's way to a batch (learning rewards, GAE, flattening) and the state after an
+  update are ``agents/rollout_batches.py``'s.
 
 Legal-action masks: with a dict observation carrying ``"action_mask"``, the logits of
 illegal actions are replaced by the lowest float (``ops.distributions.categorical_mask``)
@@ -25,35 +28,28 @@ main observation (``types.main_obs``); observation normalization applies to it a
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import flax.struct
 import jax
 import jax.numpy as jnp
 import optax
 
+from jaxrl.agents.on_policy_config import ActorCriticConfig
 from jaxrl.agents.optim import (
     OptimizerOptions,
     clip_by_global_norm,
     scale_transform,
     scheduled_lr,
 )
-from jaxrl.buffers.rollout import RolloutBatch, flatten, shuffled_minibatches
+from jaxrl.agents.rollout_batches import after_update, rollout_batch
+from jaxrl.buffers.rollout import RolloutBatch, shuffled_minibatches
 from jaxrl.networks.policies import ActorCritic
-from jaxrl.networks.spec import TorsoSpec
 from jaxrl.networks.torsos import CNN_TORSOS, make_torso, torso_name
 from jaxrl.ops import distributions as D
-from jaxrl.ops.normalization import (
-    RunningMeanStd,
-    init_running_stats,
-    normalize,
-    scale_rewards,
-    update_running_stats,
-)
+from jaxrl.ops.normalization import RunningMeanStd, init_running_stats, normalize
 from jaxrl.ops.policy_gradient import normalize_advantages
-from jaxrl.ops.returns import gae
 from jaxrl.types import (
     OBS,
     Agent,
@@ -66,7 +62,6 @@ from jaxrl.types import (
     main_obs,
     shared_field,
 )
-from jaxrl.validation import option
 
 Array = jax.Array
 
@@ -126,87 +121,6 @@ def run_epochs(
         return jax.lax.scan(step, carry, minibatches)
 
     return jax.lax.scan(epoch, carry, jax.random.split(key, update_epochs))
-
-
-@dataclasses.dataclass(frozen=True)
-class ActorCriticConfig(OptimizerOptions):
-    """The options PPO and A2C share; defaults are CleanRL's ``ppo.py`` (PPO's). A learner's
-    config subclasses it and declares only what it adds or changes (``PPOConfig``,
-    ``A2CConfig``).
-
-    Attributes:
-      hidden_sizes: torso widths (64, 64); for images, the dense widths after the CNN
-        (left at (64, 64): 512 after the Nature CNN, 256 after IMPALA's, 128 after MinAtar's).
-      torso: ``"auto"`` (an MLP for vectors, ``"minatar"`` for images under 32 px,
-        ``"nature"`` for other images), ``"mlp"``, ``"nature"``, ``"impala"``, ``"minatar"``.
-      activation: ``"tanh"`` or ``"relu"`` in MLP torsos.
-      shared_torso: one torso for actor and critic (Atari) or separate ones (False).
-      lr: learning rate (2.5e-4; optimizer and lr_schedule: agents/optim.py); adam_eps: 1e-5.
-      anneal_lr: decay the learning rate linearly to 0 over ``total_steps``.
-      total_steps: env steps of the run, for annealing; the CLI fills it from
-        ``run.steps`` when left None; None (outside the CLI) means no annealing.
-      gamma: discount (0.99); gae_lambda: GAE's lambda (0.95).
-      entropy_weight: entropy bonus coefficient (0.01); value_weight: value loss (0.5).
-      normalize_advantage: per minibatch (True).
-      max_grad_norm: global gradient-norm clip (0.5), or None.
-      log_std_init: initial log-std of the Gaussian policy (0.0).
-      normalize_obs: divide observations by a running std (running stats in the state).
-      normalize_reward: divide rewards by the running std of the discounted return.
-      obs_clip, scaled_reward_clip: clip normalized observations / scaled rewards to
-        [-c, c] (10, SB3's ``VecNormalize``).
-      reward_clip: clip raw rewards to [-c, c] for learning, or None (Atari: 1).
-    """
-
-    hidden_sizes: tuple[int, ...] = option((64, 64), ge=1)
-    torso: str | TorsoSpec = "auto"
-    activation: Literal["tanh", "relu"] = "tanh"
-    shared_torso: bool = False
-    lr: float = option(2.5e-4, gt=0)
-    adam_eps: float = option(1e-5, ge=0)
-    anneal_lr: bool = True
-    total_steps: int | None = option(None, ge=1)
-    gamma: float = option(0.99, ge=0, le=1)
-    gae_lambda: float = option(0.95, ge=0, le=1)
-    entropy_weight: float = option(0.01, ge=0)
-    value_weight: float = option(0.5, ge=0)
-    normalize_advantage: bool = True
-    max_grad_norm: float | None = option(0.5, gt=0)
-    log_std_init: float = 0.0
-    normalize_obs: bool = False
-    normalize_reward: bool = False
-    obs_clip: float = option(10.0, gt=0)
-    scaled_reward_clip: float = option(10.0, gt=0)
-    reward_clip: float | None = option(None, gt=0)
-
-
-@flax.struct.dataclass
-class ActorCriticHparams:
-    """Continuous hyperparameters every actor-critic learner has, kept in the state so a
-    sweep can vmap over them; a learner subclasses it to add its own."""
-
-    lr: Array
-    gamma: Array
-    gae_lambda: Array
-    entropy_weight: Array
-    value_weight: Array
-    max_grad_norm: Array  # inf: no clipping
-
-
-def f32(x: Any) -> Array:
-    """``x`` as a float32 array (a hyperparameter's value in the state)."""
-    return jnp.asarray(x, jnp.float32)
-
-
-def base_hparams(cfg: ActorCriticConfig) -> dict[str, Array]:
-    """The ``ActorCriticHparams`` fields of ``cfg``, as keyword arguments."""
-    return dict(
-        lr=f32(cfg.lr),
-        gamma=f32(cfg.gamma),
-        gae_lambda=f32(cfg.gae_lambda),
-        entropy_weight=f32(cfg.entropy_weight),
-        value_weight=f32(cfg.value_weight),
-        max_grad_norm=f32(jnp.inf if cfg.max_grad_norm is None else cfg.max_grad_norm),
-    )
 
 
 @flax.struct.dataclass
@@ -393,23 +307,6 @@ def objective_loss(parts: ActorCriticParts, cfg: ActorCriticConfig, objective: O
     return loss_fn
 
 
-def rollout_batch(parts: ActorCriticParts, cfg: ActorCriticConfig, state: Any, rollout: Transition):
-    """``(batch, return_stats, discounted_return)``: the rollout ``[T, N]`` flattened to
-    a ``RolloutBatch [T * N]`` with GAE advantages and targets (normalized observations,
-    learning rewards), and the reward-scaling statistics after it."""
-    h = state.hparams
-    obs, next_obs = parts.norm_obs(state, rollout.obs), parts.norm_obs(state, rollout.next_obs)
-    return_stats, discounted_return, reward = learning_rewards(cfg, state, rollout)
-    next_value = parts.network.apply(state.params, main_obs(next_obs), method=ActorCritic.critic)
-    value = rollout.extras["value"]
-    advantage, target = gae(
-        reward, value, next_value, rollout.terminated, rollout.truncated, h.gamma, h.gae_lambda
-    )
-    action = rollout.action if parts.discrete else rollout.extras["raw_action"]
-    batch = flatten(RolloutBatch(obs, action, rollout.extras["log_prob"], value, advantage, target))
-    return batch, return_stats, discounted_return
-
-
 def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objective, name: str):
     """Builds the ``Agent`` of an actor-critic learner for ``spec`` (see the module
     docstring); raises ``ConfigError`` for an action space it cannot handle."""
@@ -456,47 +353,3 @@ def learning_rate(cfg: ActorCriticConfig, state: ActorCriticState) -> Array:
     if cfg.anneal_lr and cfg.total_steps is not None:
         lr = lr * jnp.maximum(0.0, 1.0 - state.step.astype(jnp.float32) / cfg.total_steps)
     return lr
-
-
-def after_update(
-    cfg: ActorCriticConfig,
-    state: ActorCriticState,
-    rollout: Transition,
-    params: Any,
-    opt_state: Any,
-    return_stats: RunningMeanStd,
-    discounted_return: Array,
-    gradient_steps: int,
-) -> ActorCriticState:
-    """``state`` after an update on ``rollout``: new parameters and optimizer state, the
-    observation and reward statistics, and the counters advanced."""
-    obs_stats = state.obs_stats
-    if cfg.normalize_obs:
-        obs_stats = update_running_stats(obs_stats, main_obs(rollout.obs))
-    return state.replace(
-        params=params,
-        opt_state=opt_state,
-        obs_stats=obs_stats,
-        return_stats=return_stats,
-        discounted_return=discounted_return,
-        step=state.step + rollout.reward.shape[0] * rollout.reward.shape[1],
-        updates=state.updates + gradient_steps,
-    )
-
-
-def learning_rewards(cfg: ActorCriticConfig, state: ActorCriticState, rollout: Transition):
-    """``(return_stats, discounted_return, reward)``: the rollout's rewards clipped and
-    scaled as the config asks, and the reward-scaling statistics after them."""
-    reward, return_stats, discounted_return = rollout.reward, state.return_stats, None
-    if cfg.reward_clip is not None:
-        reward = jnp.clip(reward, -cfg.reward_clip, cfg.reward_clip)
-    if cfg.normalize_reward:
-        done = rollout.terminated | rollout.truncated
-        gamma, clip = state.hparams.gamma, cfg.scaled_reward_clip
-        old = state.discounted_return
-        return_stats, discounted_return, reward = scale_rewards(
-            return_stats, old, reward, done, gamma, clip
-        )
-    if discounted_return is None:
-        discounted_return = state.discounted_return
-    return return_stats, discounted_return, reward

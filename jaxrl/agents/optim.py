@@ -37,6 +37,10 @@ Learning-rate schedules over the agent's env-step counter (``lr_decay_steps`` an
   on, the scales accumulating (``optax.piecewise_constant_schedule``:
   boundaries (1000, 2000) and scales (0.1, 0.1) give ``lr``, ``lr / 10``, ``lr / 100``);
   boundaries strictly increasing.
+
+Epsilon-greedy's schedules (``EpsilonOptions``, ``epsilon_schedule``: linear, exponential
+or piecewise over env steps) are here too, for the Q-learning agents and tabular
+Q-learning.
 """
 
 from __future__ import annotations
@@ -99,6 +103,28 @@ def check_piecewise(b_name: str, boundaries: tuple, v_name: str, values: tuple) 
         raise ValueError(f"{b_name} must be strictly increasing, got {list(boundaries)}")
 
 
+@dataclasses.dataclass(frozen=True)
+class EpsilonOptions(Options):
+    """Epsilon-greedy's schedule over env steps (``epsilon_schedule``), shared by the
+    Q-learning agents (``agents/q_config.py``) and tabular Q-learning; the agent's
+    config documents the fields and may change their defaults."""
+
+    epsilon_start: float = option(1.0, ge=0, le=1)
+    epsilon_end: float = option(0.05, ge=0, le=1)
+    epsilon_decay_steps: int = option(250_000, ge=0)
+    epsilon_schedule: Literal["linear", "exponential", "piecewise"] = "linear"
+    epsilon_decay: float = option(0.9999, gt=0, le=1)
+    epsilon_boundaries: tuple[int, ...] = option((), ge=0)
+    epsilon_values: tuple[float, ...] = option((), ge=0, le=1)
+    eval_epsilon: float = option(0.0, ge=0, le=1)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.epsilon_schedule == "piecewise":
+            b, v = self.epsilon_boundaries, self.epsilon_values
+            check_piecewise("epsilon_boundaries", b, "epsilon_values", v)
+
+
 def scale_transform(cfg: OptimizerOptions, eps: float = 1e-8) -> optax.GradientTransformation:
     """``cfg.optimizer`` without its learning rate (``eps``: Adam's epsilon)."""
     if cfg.optimizer == "adam":
@@ -152,13 +178,15 @@ def scheduled_lrs(cfg: OptimizerOptions, hparams: dict, step: jax.Array) -> dict
     return {k: v * scale if k == "lr" or k.endswith("_lr") else v for k, v in hparams.items()}
 
 
-def epsilon_schedule(cfg, start: jax.Array, end: jax.Array, num_envs: int) -> Schedule:
-    """The exploration rate over env steps of ``cfg.epsilon_schedule`` (a Q-learning
-    config): ``linear`` from ``start`` to ``end`` over ``epsilon_decay_steps`` (RLHive's
-    ``LinearSchedule``); ``exponential``: ``max(end, start * epsilon_decay^k)`` after
-    ``k`` acting calls of ``num_envs`` env steps (machin's multiplicative
-    ``epsilon_decay``, 0.9999); ``piecewise``: linear through the points
-    ``(epsilon_boundaries[i], epsilon_values[i])``. ``start``/``end`` come from hparams."""
+def epsilon_schedule(
+    cfg: EpsilonOptions, start: jax.Array, end: jax.Array, num_envs: int
+) -> Schedule:
+    """The exploration rate over env steps of ``cfg.epsilon_schedule``: ``linear`` from
+    ``start`` to ``end`` over ``epsilon_decay_steps`` (RLHive's ``LinearSchedule``);
+    ``exponential``: ``max(end, start * epsilon_decay^k)`` after ``k`` acting calls of
+    ``num_envs`` env steps (machin's multiplicative ``epsilon_decay``, 0.9999);
+    ``piecewise``: linear through the points ``(epsilon_boundaries[i], epsilon_values[i])``.
+    ``start``/``end`` come from hparams."""
     if cfg.epsilon_schedule == "exponential":
         return exponential_schedule(start, end, cfg.epsilon_decay, num_envs)
     if cfg.epsilon_schedule == "piecewise":

@@ -24,15 +24,17 @@ import flax.struct
 import jax
 
 from jaxrl.agents.on_policy import (
-    ActorCriticConfig,
-    ActorCriticHparams,
     ActorCriticState,
     Losses,
     Objective,
-    base_hparams,
-    f32,
     make_actor_critic,
     make_network,
+)
+from jaxrl.agents.on_policy_config import (
+    ActorCriticConfig,
+    ActorCriticHparams,
+    base_hparams,
+    f32,
 )
 from jaxrl.buffers.rollout import RolloutBatch
 from jaxrl.ops.policy_gradient import ppo_clip_loss, value_loss
@@ -48,7 +50,7 @@ PPOState = ActorCriticState
 class PPOConfig(ActorCriticConfig):
     """PPO options. Defaults are CleanRL's ``ppo.py`` (classic control; Huang et al. 2022,
     "The 37 Implementation Details of PPO"); names follow machin's PPO where it has one.
-    The options shared with A2C are documented on ``on_policy.ActorCriticConfig``.
+    The options shared with A2C are documented on ``on_policy_config.ActorCriticConfig``.
 
     Attributes:
       update_epochs: passes over each rollout (4); num_minibatches: per pass (4).

@@ -27,7 +27,8 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl.agents.on_policy import f32, gradient_step, make_optimizer, run_epochs
+from jaxrl.agents.on_policy import gradient_step, make_optimizer, run_epochs
+from jaxrl.agents.on_policy_config import f32
 from jaxrl.agents.optim import OptimizerOptions, scheduled_lr
 from jaxrl.buffers.rollout import flatten
 from jaxrl.networks import MLP, QHead, QNetwork, TorsoSpec, make_torso

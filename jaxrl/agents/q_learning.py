@@ -1,8 +1,6 @@
 """The Q-learning agent that DQN and Rainbow are configurations of.
 
-Read top to bottom: ``QLearningConfig`` (the options every Q-learning agent shares, with
-their ranges; DQN's and Rainbow's configs subclass it), the hparams and state, then
-``make_q_agent``, which assembles the parts
+Read top to bottom: the state, then ``make_q_agent``, which assembles the parts
 
 * a ``ValueHead`` (``agents/value_heads.py``): the network head, greedy values, target
   construction, loss and priorities (expected value, C51, or a new one);
@@ -10,13 +8,16 @@ their ranges; DQN's and Rainbow's configs subclass it), the hparams and state, t
 * ``Exploration``: noisy nets and/or epsilon-greedy;
 * ``Prioritization``: importance weights and priority updates, or none;
 
-into ``init``, ``act`` and ``update``. ``update`` inserts the rollout ``[T, num_envs]``
-into the replay buffer held in the state and, once ``learning_starts`` env steps have been
-seen, takes ``updates_per_rollout`` gradient steps. The learning branch is a ``lax.cond``
-on the env-step counter and the buffer's row count, which only grow by constants
-(``types.shared_field``), so it stays unbatched (a real branch) under ``vmap`` over seeds
-or hyperparameters. (The compact buffer's ``can_sample`` counts valid items, which depend
-on the data: with it the predicate is batched and the branch a select.)
+into ``init``, ``act`` and ``update``. The options every Q-learning agent shares
+(``QLearningConfig``), the hyperparameters in the state and the choices of parts
+(``Exploration``, ``Prioritization``) are ``agents/q_config.py``'s. ``update`` inserts the
+rollout ``[T, num_envs]`` into the replay buffer held in the state and, once
+``learning_starts`` env steps have been seen, takes ``updates_per_rollout`` gradient
+steps. The learning branch is a ``lax.cond`` on the env-step counter and the buffer's row
+count, which only grow by constants (``types.shared_field``), so it stays unbatched (a real
+branch) under ``vmap`` over seeds or hyperparameters. (The compact buffer's ``can_sample``
+counts valid items, which depend on the data: with it the predicate is batched and the
+branch a select.)
 
 Legal actions: for a dict observation with ``"action_mask"`` (``types.ACTION_MASK``),
 greedy, epsilon-greedy (uniform among legal actions) and noisy acting pick only legal
@@ -33,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 import flax.struct
 import jax
@@ -41,31 +42,26 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl.agents import auxiliary as aux_lib
-from jaxrl.agents.attachments import AuxiliaryOptions, make_auxiliary
-from jaxrl.agents.optim import (
-    OptimizerOptions,
-    check_piecewise,
-    epsilon_schedule,
-    scale_transform,
-    scheduled_lr,
+from jaxrl.agents.attachments import make_auxiliary
+from jaxrl.agents.off_policy_parts import init_param_noise
+from jaxrl.agents.optim import scale_transform, scheduled_lr
+from jaxrl.agents.q_config import (
+    Exploration,
+    Prioritization,
+    PrioritizedHparams,
+    QHparams,
+    QLearningConfig,
 )
-from jaxrl.agents.replay import make_replay as make_replay  # re-exported
+from jaxrl.agents.q_exploration import adapt_param_noise, current_epsilon, scheduled_epsilon
 from jaxrl.agents.value_heads import ValueHead
-from jaxrl.agents.value_heads import scalar_head as scalar_head
 from jaxrl.buffers import PriorityParams, ReplayBuffer
-from jaxrl.networks import MLP, QNetwork, TorsoSpec, make_torso
+from jaxrl.networks import MLP, QNetwork, make_torso
 from jaxrl.ops import (
     importance_weights,
     linear_schedule,
     masked_epsilon_greedy,
     n_step_bootstrap,
     soft_update,
-)
-from jaxrl.ops.param_noise import (
-    adapt_noise_scale,
-    epsilon_kl_threshold,
-    perturb_params,
-    softmax_kl,
 )
 from jaxrl.types import (
     Agent,
@@ -77,76 +73,6 @@ from jaxrl.types import (
     main_obs,
     shared_field,
 )
-from jaxrl.validation import option
-
-
-@dataclasses.dataclass(frozen=True)
-class QLearningConfig(OptimizerOptions, AuxiliaryOptions):
-    """The options of every Q-learning agent, with DQN's defaults (``DQNConfig`` documents
-    them; ``RainbowConfig`` overrides its own). Ranges are declared beside each field.
-    The optimizer and learning-rate schedule options are ``agents/optim.py``'s; the
-    demonstration and auxiliary-learner options ``agents/attachments.py``'s (their
-    hyperparameters are constants here, not in ``QHparams``)."""
-
-    hidden_sizes: tuple[int, ...] = option((120, 84), gt=0, min_len=1)
-    torso: str | TorsoSpec = "auto"
-    dueling: bool = False
-    double: bool = False
-    n_step: int = option(1, ge=1)
-    loss: Literal["huber", "mse", "hl_gauss"] = "huber"
-    min_value: float = -10.0
-    max_value: float = 10.0
-    num_bins: int = option(51, ge=2)
-    sigma: float | None = option(None, gt=0)
-    lr: float = option(2.5e-4, gt=0)
-    adam_eps: float = option(1e-8, ge=0)
-    gamma: float = option(0.99, ge=0, le=1)
-    buffer_size: int = option(10_000, ge=1)
-    batch_size: int = option(128, ge=1)
-    learning_starts: int = option(10_000, ge=0)
-    updates_per_rollout: int = option(1, ge=1)
-    target_update_period: int = option(500, ge=1)
-    tau: float = option(1.0, gt=0, le=1)
-    epsilon_start: float = option(1.0, ge=0, le=1)
-    epsilon_end: float = option(0.05, ge=0, le=1)
-    epsilon_decay_steps: int = option(250_000, ge=0)
-    epsilon_schedule: Literal["linear", "exponential", "piecewise"] = "linear"
-    epsilon_decay: float = option(0.9999, gt=0, le=1)
-    epsilon_boundaries: tuple[int, ...] = option((), ge=0)
-    epsilon_values: tuple[float, ...] = option((), ge=0, le=1)
-    eval_epsilon: float = option(0.0, ge=0, le=1)
-    max_grad_norm: float | None = option(10.0, gt=0)
-    reward_clip: float | None = option(None, gt=0)
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.loss == "hl_gauss" and not self.min_value < self.max_value:
-            raise ValueError("loss hl_gauss needs min_value < max_value")
-        if self.epsilon_schedule == "piecewise":
-            b, v = self.epsilon_boundaries, self.epsilon_values
-            check_piecewise("epsilon_boundaries", b, "epsilon_values", v)
-
-
-@flax.struct.dataclass
-class QHparams:
-    """Continuous hyperparameters, kept in the state so a sweep can vmap over them."""
-
-    lr: jax.Array
-    gamma: jax.Array
-    tau: jax.Array
-    epsilon_start: jax.Array
-    epsilon_end: jax.Array
-    eval_epsilon: jax.Array
-
-
-@flax.struct.dataclass
-class PrioritizedHparams(QHparams):
-    """With prioritized replay: the importance exponent's start and the priority knobs
-    that the buffer takes as arguments (``buffers.PriorityParams``)."""
-
-    beta_start: jax.Array
-    alpha: jax.Array | float = 0.5  # Rainbow's defaults, for hparams built by hand
-    priority_eps: jax.Array | float = 1e-6
 
 
 @flax.struct.dataclass
@@ -163,24 +89,6 @@ class QLearningState:
     param_noise: Any = None
     aux: Any = None  # auxiliary learners and demonstrations (agents/auxiliary.py), or None
     actors: Any = None  # Ape-X: the actors' copy of params and target params (agents/apex.py)
-
-
-class Exploration(NamedTuple):
-    """Noisy linear layers in the head (``noisy``, initial scale ``sigma0``), also in the
-    MLP torso (``noisy_torso``), and/or epsilon-greedy acting (``by_epsilon``)."""
-
-    noisy: bool = False
-    sigma0: float = 0.5
-    by_epsilon: bool = True
-    noisy_torso: bool = False
-    param_noise: bool = False
-
-
-class Prioritization(NamedTuple):
-    """Prioritized replay (Schaul et al. 2016): importance exponent annealed linearly from
-    ``hparams.beta_start`` to 1 over ``beta_decay_steps`` env steps."""
-
-    beta_decay_steps: int
 
 
 def make_network(spec: EnvSpec, cfg: QLearningConfig, head: ValueHead, x: Exploration):
@@ -238,13 +146,8 @@ def _priority(p: _Parts, state: QLearningState) -> PriorityParams | None:
 
 
 def _epsilon(p: _Parts, state: QLearningState, explore: bool) -> jax.Array:
-    h = state.hparams
-    if not explore:
-        return h.eval_epsilon
-    if not p.explore.by_epsilon:
-        return jnp.zeros((), jnp.float32)
-    schedule = epsilon_schedule(p.cfg, h.epsilon_start, h.epsilon_end, p.spec.num_envs)
-    return schedule(state.step)
+    h, n = state.hparams, p.spec.num_envs
+    return current_epsilon(p.cfg, p.explore, h, state.step, n, explore)
 
 
 def _init(p: _Parts, key: jax.Array) -> QLearningState:
@@ -265,10 +168,8 @@ def _init(p: _Parts, key: jax.Array) -> QLearningState:
     fields = {f.name for f in dataclasses.fields(p.hparams)}
     hparams = p.hparams(**{k: jnp.asarray(getattr(p.cfg, k), jnp.float32) for k in fields})
     noise = None
-    if p.explore.param_noise:
-        sigma = jnp.asarray(p.cfg.param_noise_sigma, jnp.float32)
-        noisy = perturb_params(jax.random.fold_in(key, 1), params, sigma)
-        noise = {"params": noisy, "sigma": sigma, "distance": jnp.zeros((), jnp.float32)}
+    if p.explore.param_noise:  # the perturbed network that explores (q_exploration.py)
+        noise = init_param_noise(p.cfg, params, jax.random.fold_in(key, 1))
     return QLearningState(
         params=params,
         target_params=params,
@@ -421,24 +322,17 @@ def learn_from_replay(p: _Parts, state: QLearningState, key: jax.Array, env_step
 
 
 def _adapt_param_noise(p: _Parts, state: QLearningState, key: jax.Array) -> QLearningState:
-    """Plappert et al. 2018's adaptive scale for DQN (``ops/param_noise.py``): on a replay
-    batch, the KL between the softmax of the network's values and of a fresh perturbation
-    at the current scale, against the threshold ``-log(1 - eps + eps / |A|)`` of the
-    epsilon schedule's current value; then the exploring network is re-perturbed."""
+    """The parameter-noise scale adapted on a replay batch's first observations against
+    the epsilon schedule's current value (``q_exploration.adapt_param_noise``)."""
     sample_key, probe_key, acting_key = jax.random.split(jax.random.fold_in(key, 1), 3)
     obs = jax.tree.map(lambda x: x[:, 0], p.buffer.sample(state.buffer, sample_key).experience.obs)
-    sigma = state.param_noise["sigma"]
-    probe = perturb_params(probe_key, state.params, sigma)
-    q = p.head.q_values(_apply(p, state.params, obs, None, deterministic=True))
-    q_probe = p.head.q_values(_apply(p, probe, obs, None, deterministic=True))
-    distance = softmax_kl(q, q_probe)
-    epsilon = epsilon_schedule(
-        p.cfg, state.hparams.epsilon_start, state.hparams.epsilon_end, p.spec.num_envs
-    )(state.step)
-    threshold = epsilon_kl_threshold(epsilon, p.spec.action_space.n)
-    sigma = adapt_noise_scale(sigma, distance, threshold, p.cfg.param_noise_coefficient)
-    noisy = perturb_params(acting_key, state.params, sigma)
-    return state.replace(param_noise={"params": noisy, "sigma": sigma, "distance": distance})
+    q_values = lambda params: p.head.q_values(_apply(p, params, obs, None, deterministic=True))
+    epsilon = scheduled_epsilon(p.cfg, state.hparams, state.step, p.spec.num_envs)
+    noise = adapt_param_noise(
+        p.cfg, state.param_noise, state.params, q_values, epsilon, p.spec.action_space.n,
+        probe_key, acting_key,
+    )  # fmt: skip
+    return state.replace(param_noise=noise)
 
 
 def _encoder(spec: EnvSpec, network: QNetwork) -> aux_lib.Encoder:

@@ -15,7 +15,9 @@ import dataclasses
 from typing import Any
 
 from jaxrl.agents.dqn import DopamineConfig
-from jaxrl.agents.q_learning import QLearningConfig, make_q_agent, make_replay
+from jaxrl.agents.q_config import QLearningConfig
+from jaxrl.agents.q_learning import make_q_agent
+from jaxrl.agents.replay import make_replay
 from jaxrl.agents.value_heads import implicit_quantile_head, quantile_head
 from jaxrl.types import Agent, ConfigError, EnvSpec
 from jaxrl.validation import build_config, option

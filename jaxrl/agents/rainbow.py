@@ -20,15 +20,10 @@ from typing import Any, Literal
 
 from jaxrl.agents import q_learning
 from jaxrl.agents.dqn import DopamineConfig
-from jaxrl.agents.q_learning import (
-    Exploration,
-    Prioritization,
-    PrioritizedHparams,
-    QLearningState,
-    make_q_agent,
-    make_replay,
-)
-from jaxrl.agents.value_heads import ValueHead, categorical_head
+from jaxrl.agents.q_config import Exploration, Prioritization, PrioritizedHparams
+from jaxrl.agents.q_learning import QLearningState, make_q_agent
+from jaxrl.agents.replay import make_replay
+from jaxrl.agents.value_heads import ValueHead, categorical_head, scalar_head
 from jaxrl.networks import QNetwork
 from jaxrl.types import Agent, EnvSpec
 from jaxrl.validation import build_config, option
@@ -121,7 +116,7 @@ def make_head(cfg: RainbowConfig) -> ValueHead:
     action, or HL-Gauss)."""
     if cfg.distributional:
         return categorical_head(cfg.v_min, cfg.v_max, cfg.num_atoms)
-    return q_learning.scalar_head(cfg)
+    return scalar_head(cfg)
 
 
 def exploration(cfg: RainbowConfig) -> Exploration:

@@ -23,12 +23,12 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl.agents.on_policy import (
-    ActorCriticConfig,
     ActorCriticParts,
     ActorCriticState,
     make_network,
     policy_action,
 )
+from jaxrl.agents.on_policy_config import ActorCriticConfig
 from jaxrl.networks.recurrent import RecurrentActorCritic, initial_carry, unroll
 from jaxrl.ops import distributions as D
 from jaxrl.types import Box, EnvSpec, action_mask, main_obs

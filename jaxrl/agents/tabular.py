@@ -21,13 +21,13 @@ bootstraps through terminations too, which this does not).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Any
 
 import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl.agents.optim import check_piecewise, epsilon_schedule
+from jaxrl.agents.optim import EpsilonOptions, epsilon_schedule
 from jaxrl.types import (
     Agent,
     ConfigError,
@@ -38,11 +38,11 @@ from jaxrl.types import (
     main_obs,
     shared_field,
 )
-from jaxrl.validation import Options, build_config, option
+from jaxrl.validation import build_config, option
 
 
 @dataclasses.dataclass(frozen=True)
-class TabularQConfig(Options):
+class TabularQConfig(EpsilonOptions):
     """Tabular Q-learning options (RLHive's tutorial names in parentheses).
 
     Attributes:
@@ -61,20 +61,7 @@ class TabularQConfig(Options):
 
     alpha: float = option(0.1, gt=0, le=1)
     gamma: float = option(0.99, ge=0, le=1)
-    epsilon_start: float = option(1.0, ge=0, le=1)
-    epsilon_end: float = option(0.05, ge=0, le=1)
     epsilon_decay_steps: int = option(50_000, ge=0)
-    epsilon_schedule: Literal["linear", "exponential", "piecewise"] = "linear"
-    epsilon_decay: float = option(0.9999, gt=0, le=1)
-    epsilon_boundaries: tuple[int, ...] = option((), ge=0)
-    epsilon_values: tuple[float, ...] = option((), ge=0, le=1)
-    eval_epsilon: float = option(0.0, ge=0, le=1)
-
-    def __post_init__(self):
-        super().__post_init__()
-        if self.epsilon_schedule == "piecewise":
-            b, v = self.epsilon_boundaries, self.epsilon_values
-            check_piecewise("epsilon_boundaries", b, "epsilon_values", v)
 
 
 @flax.struct.dataclass

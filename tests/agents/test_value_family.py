@@ -12,12 +12,14 @@ import pytest
 
 from jaxrl import agents
 from jaxrl.agents import dqn, munchausen, quantile, rainbow
-from jaxrl.agents.q_learning import Exploration, make_network, scalar_head
+from jaxrl.agents.q_config import Exploration
+from jaxrl.agents.q_learning import make_network
 from jaxrl.agents.value_heads import (
     hl_gauss_head,
     implicit_quantile_head,
     munchausen_head,
     quantile_head,
+    scalar_head,
 )
 from jaxrl.types import ConfigError, Discrete, EnvSpec, Transition
 from tests.ops.test_hl_gauss import target_ref as hl_target_ref
