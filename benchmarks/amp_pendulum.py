@@ -17,8 +17,10 @@ with ``nice -n 10``; every command it runs is printed.
         --eval-every 250 --stop-all --reference REF.npz
 
 (``--weight W1 W2 ...``: one arm per weight besides 0; ``--stop-all``: ends the run once
-every member's evaluation reached -200, ``benchmarks/all_reached.py``; run it from the
-repository root.)
+every member's evaluation reached -200, ``benchmarks/all_reached.py``;
+``--reference-first N``: AMP's reference data are the first ``N`` transitions of each
+episode of the reference file (``episode_heads``: the swing-up and the start of the
+balance, where the whole file is mostly balancing); run it from the repository root.)
 """
 
 from __future__ import annotations
@@ -60,12 +62,27 @@ def make_reference(work: Path, steps: int, seed: int, last: int) -> str:
     return reference
 
 
+def episode_heads(arrays: dict[str, np.ndarray], first: int) -> dict[str, np.ndarray]:
+    """The first ``first`` transitions of every episode in ``arrays`` (a reference file's
+    fields, ``[M, ...]`` each, in time order; an episode ends at a row whose
+    ``terminated`` or ``truncated`` is true, and rows after the last end form an episode
+    too), the same keys and dtypes, rows in their original order."""
+    ends = np.asarray(arrays["terminated"], bool) | np.asarray(arrays["truncated"], bool)
+    episode = np.concatenate([[0], np.cumsum(ends)[:-1]])  # the episode of each row
+    starts = np.concatenate([[0], np.flatnonzero(ends) + 1])  # its first row
+    keep = np.arange(len(ends)) - starts[episode] < first
+    return {k: np.asarray(v)[keep] for k, v in arrays.items()}
+
+
 def add_reference_args(parser: argparse.ArgumentParser) -> None:
     """The options of ``make_reference`` (and ``--reference FILE`` to skip it)."""
     parser.add_argument("--reference", help="an existing reference .npz (skips making one)")
     parser.add_argument("--reference-steps", type=int, default=12_000)
     parser.add_argument("--reference-seed", type=int, default=100)
     parser.add_argument("--reference-last", type=int, default=5_000)
+    parser.add_argument(
+        "--reference-first", type=int, default=None, help="keep each episode's first N rows"
+    )
 
 
 def reference_of(args: argparse.Namespace, work: Path) -> str:
@@ -93,6 +110,13 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     py = [sys.executable, "-m"]
     reference = reference_of(args, work)
+    if args.reference_first:
+        with np.load(reference, allow_pickle=False) as f:
+            heads = episode_heads({k: f[k] for k in f.files}, args.reference_first)
+        reference = str(work / f"reference_first{args.reference_first}.npz")
+        np.savez(reference, **heads)
+        print(f"reference: {len(heads['reward'])} rows, each episode's first "
+              f"{args.reference_first}, in {reference}")  # fmt: skip
     logdir = work / "compare"
     weights = ",".join(f"{w:g}" for w in [0.0, *args.weight])
     more = [*args.extra]
