@@ -12,15 +12,19 @@ Prints a table per member (the first evaluation step at or above ``--threshold``
 final and best evaluation) and per weight (mean first step, IQM of final returns). Run
 with ``nice -n 10``; every command it runs is printed.
 
-    nice -n 10 python benchmarks/amp_pendulum.py --steps 20000 --seeds 3 --weight 1
+    nice -n 10 python benchmarks/amp_pendulum.py --steps 4500 --seeds 3 --eval-every 250 \
+        --stop-all --reference REF.npz      # weights 0, 4, 16; each episode's first 50 rows
     nice -n 10 python benchmarks/amp_pendulum.py --steps 6000 --seeds 3 --weight 1 3 \
-        --eval-every 250 --stop-all --reference REF.npz
+        --eval-every 250 --stop-all --reference REF.npz --reference-first 0   # session 7
 
 (``--weight W1 W2 ...``: one arm per weight besides 0; ``--stop-all``: ends the run once
 every member's evaluation reached -200, ``benchmarks/all_reached.py``;
 ``--reference-first N``: AMP's reference data are the first ``N`` transitions of each
-episode of the reference file (``episode_heads``: the swing-up and the start of the
-balance, where the whole file is mostly balancing); run it from the repository root.)
+episode of the reference file (``episode_heads``; default 50: the swing-up and the start
+of the balance, where the whole file is 86% balancing; 0 keeps the whole file); the
+defaults (weights 4 and 16, the first 50 rows) are the arms that reached -200 sooner than
+SAC, benchmarks/RESULTS.md "MBPO and AMP on Pendulum-v1, session 8"; run it from the
+repository root.)
 """
 
 from __future__ import annotations
@@ -80,9 +84,6 @@ def add_reference_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reference-steps", type=int, default=12_000)
     parser.add_argument("--reference-seed", type=int, default=100)
     parser.add_argument("--reference-last", type=int, default=5_000)
-    parser.add_argument(
-        "--reference-first", type=int, default=None, help="keep each episode's first N rows"
-    )
 
 
 def reference_of(args: argparse.Namespace, work: Path) -> str:
@@ -98,7 +99,10 @@ def main() -> None:
     add_reference_args(parser)
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--weight", type=float, nargs="+", default=[1.0], help="AMP arms")
+    parser.add_argument("--weight", type=float, nargs="+", default=[4.0, 16.0], help="AMP arms")
+    parser.add_argument(
+        "--reference-first", type=int, default=50, help="each episode's first N rows (0: all)"
+    )
     parser.add_argument("--threshold", type=float, default=-200.0)
     parser.add_argument("--eval-every", type=int, default=None, help="run.eval_every")
     parser.add_argument(
