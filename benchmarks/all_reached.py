@@ -30,5 +30,10 @@ class AllReached:
             return f"every member's evaluation reached {self.target:g}"
         return None
 
+    def reset(self) -> None:
+        """Forgets the members reached: call it between runs in one process (the module's
+        instance is shared by every run that names it)."""
+        self.reached.clear()
+
 
 AT_MINUS_200 = AllReached(-200.0)  # an instance: the callback spec uses it as it is

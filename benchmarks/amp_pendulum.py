@@ -12,12 +12,18 @@ Prints a table per member (the first evaluation step at or above ``--threshold``
 final and best evaluation) and per weight (mean first step, IQM of final returns). Run
 with ``nice -n 10``; every command it runs is printed.
 
-    nice -n 10 python benchmarks/amp_pendulum.py --steps 20000 --seeds 3 --weight 1
+    nice -n 10 python benchmarks/amp_pendulum.py --steps 4500 --seeds 3 --eval-every 250 \
+        --stop-all --reference REF.npz      # weights 0, 4, 16; each episode's first 50 rows
     nice -n 10 python benchmarks/amp_pendulum.py --steps 6000 --seeds 3 --weight 1 3 \
-        --eval-every 250 --stop-all --reference REF.npz
+        --eval-every 250 --stop-all --reference REF.npz --reference-first 0   # session 7
 
 (``--weight W1 W2 ...``: one arm per weight besides 0; ``--stop-all``: ends the run once
-every member's evaluation reached -200, ``benchmarks/all_reached.py``; run it from the
+every member's evaluation reached -200, ``benchmarks/all_reached.py``;
+``--reference-first N``: AMP's reference data are the first ``N`` transitions of each
+episode of the reference file (``episode_heads``; default 50: the swing-up and the start
+of the balance, where the whole file is 86% balancing; 0 keeps the whole file); the
+defaults (weights 4 and 16, the first 50 rows) are the arms that reached -200 sooner than
+SAC, benchmarks/RESULTS.md "MBPO and AMP on Pendulum-v1, session 8"; run it from the
 repository root.)
 """
 
@@ -60,6 +66,18 @@ def make_reference(work: Path, steps: int, seed: int, last: int) -> str:
     return reference
 
 
+def episode_heads(arrays: dict[str, np.ndarray], first: int) -> dict[str, np.ndarray]:
+    """The first ``first`` transitions of every episode in ``arrays`` (a reference file's
+    fields, ``[M, ...]`` each, in time order; an episode ends at a row whose
+    ``terminated`` or ``truncated`` is true, and rows after the last end form an episode
+    too), the same keys and dtypes, rows in their original order."""
+    ends = np.asarray(arrays["terminated"], bool) | np.asarray(arrays["truncated"], bool)
+    episode = np.concatenate([[0], np.cumsum(ends)[:-1]])  # the episode of each row
+    starts = np.concatenate([[0], np.flatnonzero(ends) + 1])  # its first row
+    keep = np.arange(len(ends)) - starts[episode] < first
+    return {k: np.asarray(v)[keep] for k, v in arrays.items()}
+
+
 def add_reference_args(parser: argparse.ArgumentParser) -> None:
     """The options of ``make_reference`` (and ``--reference FILE`` to skip it)."""
     parser.add_argument("--reference", help="an existing reference .npz (skips making one)")
@@ -81,7 +99,10 @@ def main() -> None:
     add_reference_args(parser)
     parser.add_argument("--steps", type=int, default=20_000)
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--weight", type=float, nargs="+", default=[1.0], help="AMP arms")
+    parser.add_argument("--weight", type=float, nargs="+", default=[4.0, 16.0], help="AMP arms")
+    parser.add_argument(
+        "--reference-first", type=int, default=50, help="each episode's first N rows (0: all)"
+    )
     parser.add_argument("--threshold", type=float, default=-200.0)
     parser.add_argument("--eval-every", type=int, default=None, help="run.eval_every")
     parser.add_argument(
@@ -93,6 +114,13 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     py = [sys.executable, "-m"]
     reference = reference_of(args, work)
+    if args.reference_first:
+        with np.load(reference, allow_pickle=False) as f:
+            heads = episode_heads({k: f[k] for k in f.files}, args.reference_first)
+        reference = str(work / f"reference_first{args.reference_first}.npz")
+        np.savez(reference, **heads)
+        print(f"reference: {len(heads['reward'])} rows, each episode's first "
+              f"{args.reference_first}, in {reference}")  # fmt: skip
     logdir = work / "compare"
     weights = ",".join(f"{w:g}" for w in [0.0, *args.weight])
     more = [*args.extra]

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import yaml
 
+from benchmarks.all_reached import AT_MINUS_200
 from jaxrl.train import main as train
 
 TARGET = -200.0
@@ -41,6 +42,7 @@ def run(
         "--callback", "benchmarks.all_reached:AT_MINUS_200", *extra,
     ]  # fmt: skip
     print("$ python -m jaxrl.train", " ".join(argv), flush=True)
+    AT_MINUS_200.reset()  # a second arm in this process must not inherit the first's state
     if train(argv) != 0:
         raise SystemExit(f"{agent} run failed")
     (run_dir,) = (logdir / agent).iterdir()

@@ -16,3 +16,11 @@ def test_stops_once_every_member_reached_the_target_at_some_evaluation():
     assert stop.on_chunk(chunk(-500.0, -600.0, -200.0)) == (
         "every member's evaluation reached -200"
     )
+
+
+def test_reset_forgets_the_members_reached_by_an_earlier_run():
+    stop = AllReached(-200.0)
+    chunk = lambda *evals: SimpleNamespace(rows=[{"eval_return": e} for e in evals])
+    assert stop.on_chunk(chunk(-100.0, -150.0)) is not None
+    stop.reset()
+    assert stop.on_chunk(chunk(-900.0, -150.0)) is None
