@@ -59,15 +59,23 @@ def canonical_backward_default(backend: str | None = None) -> bool:
     return (backend or jax.default_backend()) == "cpu"
 
 
-def _xla_conv(x: jax.Array, w: jax.Array, strides: tuple[int, int], padding) -> jax.Array:
-    """The forward convolution, exactly as ``flax.linen.Conv`` calls it."""
+def _xla_conv(
+    x: jax.Array,
+    w: jax.Array,
+    strides: tuple[int, int],
+    padding,
+    lhs_dilation: tuple[int, int] = (1, 1),
+    rhs_dilation: tuple[int, int] = (1, 1),
+) -> jax.Array:
+    """The convolution, exactly as ``flax.linen.Conv`` calls it (undilated, its forward
+    pass); the dilations serve the canonical backward pass."""
     return jax.lax.conv_general_dilated(
         x,
         w,
         strides,
         padding,
-        lhs_dilation=(1, 1),
-        rhs_dilation=(1, 1),
+        lhs_dilation=lhs_dilation,
+        rhs_dilation=rhs_dilation,
         dimension_numbers=DIMENSION_NUMBERS,
         feature_group_count=1,
         precision=None,
@@ -97,18 +105,9 @@ def _member_conv(strides: tuple[int, int], padding, lhs_dilation=(1, 1), rhs_dil
     alone (one kernel) folds the members into the batch axis, as ``vmap`` does anyway.
     Unbatched, it is the plain convolution (the same program)."""
 
+    @jax.custom_batching.custom_vmap
     def conv(lhs: jax.Array, rhs: jax.Array) -> jax.Array:
-        return jax.lax.conv_general_dilated(
-            lhs,
-            rhs,
-            strides,
-            padding,
-            lhs_dilation=lhs_dilation,
-            rhs_dilation=rhs_dilation,
-            dimension_numbers=DIMENSION_NUMBERS,
-        )
-
-    conv = jax.custom_batching.custom_vmap(conv)
+        return _xla_conv(lhs, rhs, strides, padding, lhs_dilation, rhs_dilation)
 
     @conv.def_vmap
     def members_in_turn(axis_size, in_batched, lhs, rhs):
