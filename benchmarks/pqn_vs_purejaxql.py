@@ -1,22 +1,40 @@
-"""PQN on CartPole-v1 side by side with the reference implementation, purejaxql
-(Gallici et al. 2024; github.com/mttga/purejaxql), in one process on one machine: the same
-hyperparameters (purejaxql's ``pqn_cartpole.yaml``; jaxrl's ``cartpole-pqn`` preset), the
-same env steps, 5 seeds each as one ``jax.jit(jax.vmap(train))`` program. Prints compile
-time, run time, env steps/s over all seeds and each seed's last greedy evaluation
-(jaxrl: 10 episodes of its own CartPole; purejaxql: 128 episodes of gymnax's CartPole).
+"""PQN side by side with the reference implementation, purejaxql (Gallici et al. 2024;
+github.com/mttga/purejaxql), in one process on one machine, on CartPole-v1 or
+MinAtar-Breakout: the same hyperparameters, the same env steps, K seeds each as one
+``jax.jit(jax.vmap(train))`` program. Prints compile time, run time, env steps/s over all
+seeds and each seed's last greedy evaluation.
+
+* ``--env cartpole``: purejaxql's ``pqn_gymnax.py`` with ``pqn_cartpole.yaml``; jaxrl's
+  ``cartpole-pqn`` preset (the same settings), on its own CartPole.
+* ``--env minatar-breakout``: purejaxql's ``pqn_minatar.py`` with ``pqn_minatar.yaml``
+  (128 envs x 32 steps, 2 epochs of 32 minibatches, RAdam 5e-4 decayed linearly over 10M
+  env steps, lambda 0.65, epsilon 1 -> 0.05 over 1M env steps; its schedules keep their
+  10M-step horizon when ``--steps`` is shorter); jaxrl's ``pqn`` with the same options,
+  one dense layer of 128 after the conv as purejaxql's network, on the same game (gymnax's
+  ``Breakout-MinAtar``: ``--env.backend gymnax``, no sticky actions). jaxrl runs twice:
+  with LayerNorm in its CNN (``layer_norm``, the default) and without (PQN on images
+  before LayerNorm reached the CNN torsos).
+
+Both evaluate as purejaxql does, greedily every twentieth of the updates with 128 envs:
+purejaxql steps them for a whole episode limit (500 or 1,000 steps) and averages the
+episodes they finish; jaxrl plays 128 episodes and stops when all have ended. The
+``cartpole-pqn`` preset itself evaluates 10 episodes every 20,480 env steps.
 
 purejaxql is not a dependency and none of its code is in jaxrl: point ``--purejaxql`` at
-its ``purejaxql/pqn_gymnax.py`` (a checkout of the repository); the script imports its
+its ``purejaxql/`` directory (a checkout of the repository); the script imports its
 ``make_train`` with stand-ins for the logging modules it imports at the top (hydra,
 omegaconf, safetensors, wandb) and needs ``gymnax`` installed.
 
-    nice -n 10 python benchmarks/pqn_vs_purejaxql.py --purejaxql PATH/pqn_gymnax.py
+    nice -n 10 python benchmarks/pqn_vs_purejaxql.py --purejaxql PATH/purejaxql --env cartpole
+    python benchmarks/pqn_vs_purejaxql.py --purejaxql PATH/purejaxql --env minatar-breakout \
+        --steps 999424 --seeds 5
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 import time
 import types
@@ -41,6 +59,34 @@ PUREJAXQL_CARTPOLE = {
     "TEST_INTERVAL": 0.05, "TEST_NUM_ENVS": 128, "EPS_TEST": 0.0, "WANDB_MODE": "disabled",
 }  # fmt: skip
 
+# purejaxql/config/alg/pqn_minatar.yaml, on Breakout (the file's ENV_NAME is Asterix).
+PUREJAXQL_MINATAR = {
+    "ALG_NAME": "pqn", "TOTAL_TIMESTEPS": 1e7, "TOTAL_TIMESTEPS_DECAY": 1e7, "NUM_ENVS": 128,
+    "NUM_STEPS": 32, "EPS_START": 1.0, "EPS_FINISH": 0.05, "EPS_DECAY": 0.1,
+    "NUM_MINIBATCHES": 32, "NUM_EPOCHS": 2, "NORM_TYPE": "layer_norm", "LR": 5e-4,
+    "MAX_GRAD_NORM": 10, "LR_LINEAR_DECAY": True, "GAMMA": 0.99, "LAMBDA": 0.65,
+    "ENV_NAME": "Breakout-MinAtar", "ENV_KWARGS": {}, "TEST_DURING_TRAINING": True,
+    "TEST_INTERVAL": 0.05, "TEST_NUM_ENVS": 128, "EPS_TEST": 0.0, "WANDB_MODE": "disabled",
+}  # fmt: skip
+
+# The same settings in jaxrl's names (PQNConfig; env steps where purejaxql counts updates).
+JAXRL_MINATAR = {
+    "env.backend": "gymnax", "env.num_envs": 128, "run.rollout_len": 32,
+    "agent.hidden_sizes": [128], "agent.layer_norm": True, "agent.optimizer": "radam",
+    "agent.lr": 5e-4, "agent.lr_schedule": "linear", "agent.lr_decay_steps": 10_000_000,
+    "agent.lr_end_factor": 0.0, "agent.max_grad_norm": 10.0, "agent.gamma": 0.99,
+    "agent.q_lambda": 0.65, "agent.reward_scale": 1.0, "agent.update_epochs": 2,
+    "agent.num_minibatches": 32, "agent.epsilon_start": 1.0, "agent.epsilon_end": 0.05,
+    "agent.epsilon_decay_steps": 1_000_000, "agent.eval_epsilon": 0.0,
+}  # fmt: skip
+
+#: --env -> (purejaxql script, its config, jaxrl env, jaxrl overrides, target or None)
+SETUPS = {
+    "cartpole": ("pqn_gymnax.py", PUREJAXQL_CARTPOLE, "CartPole", {}, 475.0),
+    "minatar-breakout": ("pqn_minatar.py", PUREJAXQL_MINATAR, "MinAtar-Breakout",
+                         JAXRL_MINATAR, None),
+}  # fmt: skip
+
 
 def load_purejaxql(path: str):
     for name in ("hydra", "omegaconf", "wandb", "safetensors", "safetensors.flax"):
@@ -50,7 +96,8 @@ def load_purejaxql(path: str):
         sys.modules.setdefault(name, module)
     if not hasattr(jax, "tree_map"):  # removed from jax after purejaxql was written
         jax.tree_map = jax.tree.map
-    spec = importlib.util.spec_from_file_location("pqn_gymnax", path)
+    name = os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
 
@@ -78,8 +125,16 @@ def timed(train, keys):
     return out, compile_time, time.perf_counter() - start
 
 
-def run_jaxrl(seeds: int, steps: int) -> list[str]:
-    cfg = resolve(agent="pqn", env="CartPole", steps=steps)
+def run_jaxrl(setup: str, seeds: int, steps: int, layer_norm: bool = True) -> list[str]:
+    _, config, env_name, overrides, target = SETUPS[setup]
+    # purejaxql's evaluation schedule: 128 greedy episodes every twentieth of the updates.
+    update = config["NUM_ENVS"] * config["NUM_STEPS"]
+    interval = steps // update // 20 * update
+    overrides = dict(overrides) | {
+        "agent.layer_norm": layer_norm, "run.log_every": interval, "run.eval_every": interval,
+        "run.eval_episodes": config["TEST_NUM_ENVS"],
+    }  # fmt: skip
+    cfg = resolve(agent="pqn", env=env_name, steps=steps, overrides=overrides)
     run = RunConfig(**(cfg["run"] | {"stop_return": None}))
     env = envs.make(cfg["env"]["name"], num_envs=cfg["env"]["num_envs"], **env_kwargs(cfg))
     eval_env = envs.make(cfg["env"]["name"], num_envs=run.eval_episodes, **env_kwargs(cfg))
@@ -91,46 +146,72 @@ def run_jaxrl(seeds: int, steps: int) -> list[str]:
     done = np.asarray(metrics["step"])[0, -1]
     evals = np.asarray(metrics["eval_return"])
     last = [e[~np.isnan(e)][-1] for e in evals]
-    return row("jaxrl pqn (cartpole-pqn)", done, compile_time, run_time, seeds, last)
+    name = f"jaxrl ({cfg.get('preset') or 'pqn'}, layer_norm {layer_norm})"
+    at = ~np.isnan(evals[0])
+    print_curve(name, np.asarray(metrics["step"])[0, at], evals[:, at])
+    return row(name, done, compile_time, run_time, seeds, last, target)
 
 
-def run_purejaxql(path: str, seeds: int, steps: int) -> list[str]:
-    config = dict(PUREJAXQL_CARTPOLE, TOTAL_TIMESTEPS=steps)
-    train = load_purejaxql(path)(config)
+def run_purejaxql(path: str, setup: str, seeds: int, steps: int) -> list[str]:
+    script, config, _, _, target = SETUPS[setup]
+    config = dict(config, TOTAL_TIMESTEPS=steps)
+    train = load_purejaxql(os.path.join(path, script))(config)
     out, compile_time, run_time = timed(train, jax.random.split(jax.random.PRNGKey(0), seeds))
     metrics = out["metrics"]
     done = int(np.asarray(metrics["env_step"])[0, -1])
-    last = list(np.asarray(metrics["test/returned_episode_returns"])[:, -1])
-    return row("purejaxql pqn_gymnax", done, compile_time, run_time, seeds, last)
+    returns = np.asarray(metrics["test/returned_episode_returns"])
+    last = list(returns[:, -1])
+    # A test runs when update_steps % interval == 0; the metric repeats it until the next.
+    interval = int(done // (config["NUM_ENVS"] * config["NUM_STEPS"]) * config["TEST_INTERVAL"])
+    at = np.asarray(metrics["update_steps"])[0] % interval == 0
+    print_curve(f"purejaxql {script}", np.asarray(metrics["env_step"])[0, at], returns[:, at])
+    return row(f"purejaxql {script}", done, compile_time, run_time, seeds, last, target)
 
 
-def row(name, done, compile_time, run_time, seeds, last) -> list[str]:
+def print_curve(name: str, steps: np.ndarray, returns: np.ndarray) -> None:
+    """One line: the greedy evaluations' mean over the seeds at each env step."""
+    points = ", ".join(f"{s:,}: {r:.2f}" for s, r in zip(steps, returns.mean(0), strict=True))
+    print(f"curve {name}: {points}", flush=True)
+
+
+def row(name, done, compile_time, run_time, seeds, last, target) -> list[str]:
+    reached = "-" if target is None else f"{sum(r >= target for r in last)}/{seeds}"
     return [
         name,
         f"{done:,}",
         f"{compile_time:.1f}",
         f"{run_time:.1f}",
         f"{seeds * done / run_time:,.0f}",
-        f"{sum(r >= 475 for r in last)}/{seeds}",
-        ", ".join(f"{r:.0f}" for r in last),
+        reached,
+        ", ".join(f"{r:.1f}" for r in last),
+        f"{np.mean(last):.2f}",
     ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--purejaxql", required=True, help="path to purejaxql/pqn_gymnax.py")
+    parser.add_argument("--purejaxql", required=True, help="path to purejaxql's purejaxql/")
+    parser.add_argument("--env", choices=sorted(SETUPS), default="cartpole")
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=491_520, help="a multiple of 20,480")
+    parser.add_argument(
+        "--steps", type=int, default=None,
+        help="env steps per seed; default 491,520 (CartPole; a multiple of 20,480) or "
+        "999,424 (MinAtar; a multiple of 128 x 32 x 20)",
+    )  # fmt: skip
     args = parser.parse_args()
-    table = Table(title=f"PQN on CartPole-v1, {args.seeds} seeds each, one jit(vmap(train))")
+    steps = args.steps or (491_520 if args.env == "cartpole" else 999_424)
+    table = Table(title=f"PQN on {args.env}, {args.seeds} seeds each, one jit(vmap(train))")
     for column in ("implementation", "env steps each", "compile s", "run s",
                    "env steps/s (all seeds)", "last greedy eval >= 475",
-                   "last greedy eval"):  # fmt: skip
+                   "last greedy eval", "mean"):  # fmt: skip
         table.add_column(column, justify="right")
-    console = Console(width=200)
-    table.add_row(*run_jaxrl(args.seeds, args.steps))
+    console = Console(width=220)
+    table.add_row(*run_jaxrl(args.env, args.seeds, steps))
     console.print(table)
-    table.add_row(*run_purejaxql(args.purejaxql, args.seeds, args.steps))
+    if args.env != "cartpole":
+        table.add_row(*run_jaxrl(args.env, args.seeds, steps, layer_norm=False))
+        console.print(table)
+    table.add_row(*run_purejaxql(args.purejaxql, args.env, args.seeds, steps))
     console.print(table)
 
 

@@ -14,8 +14,9 @@ Defaults are purejaxql's MinAtar settings (``purejaxql/config/alg/pqn_minatar.ya
 envs x 32 steps, 2 epochs of 32 minibatches, RAdam 5e-4 decayed linearly, lambda 0.65,
 epsilon 1 -> 0.05 over the first tenth of 10M steps); ``configs/presets/cartpole-pqn.yaml``
 has its CartPole ones. Legal actions (``obs["action_mask"]``) are honoured in acting and
-in the bootstrap. LayerNorm applies to the MLP torso (vector observations); image
-observations use the library's CNN torsos as they are.
+in the bootstrap. LayerNorm (``layer_norm``) follows every layer of the MLP torso and of
+the MinAtar and Nature CNNs, as in purejaxql's ``pqn_gymnax.py``, ``pqn_minatar.py`` and
+``pqn_atari.py``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from jaxrl.agents.on_policy_config import f32
 from jaxrl.agents.optim import OptimizerOptions, scheduled_lr
 from jaxrl.buffers.rollout import flatten
 from jaxrl.networks import MLP, QHead, QNetwork, TorsoSpec, make_torso
-from jaxrl.networks.torsos import torso_name
+from jaxrl.networks.torsos import CNN_TORSOS, cnn_torso, torso_name
 from jaxrl.ops import linear_schedule, masked_epsilon_greedy, q_lambda_returns
 from jaxrl.types import Agent, ConfigError, Discrete, EnvSpec, Transition, action_mask, main_obs
 from jaxrl.validation import build_config, option
@@ -46,7 +47,10 @@ class PQNConfig(OptimizerOptions):
       hidden_sizes: MLP widths (purejaxql: 2 layers of 128), or the dense widths after a
         CNN torso.
       torso: ``"auto"``, ``"mlp"``, ``"nature"``, ``"impala"`` or ``"minatar"``.
-      layer_norm: LayerNorm before every ReLU of the MLP (the paper's stabilizer).
+      layer_norm: LayerNorm before every ReLU of the torso (the paper's stabilizer): the
+        MLP's, and the MinAtar and Nature CNNs' after each convolution (over its
+        channels) and dense layer, as purejaxql's networks; the IMPALA CNN has none
+        (``ConfigError`` unless false). A torso spec carries its own ``layer_norm``.
       optimizer, lr, adam_eps: RAdam 5e-4 (``agents/optim.py``; the learning-rate
         schedule, linear to 0 in purejaxql, is ``lr_schedule``).
       max_grad_norm: global gradient-norm clip (10).
@@ -100,10 +104,13 @@ class PQNState:
 
 
 def make_network(spec: EnvSpec, cfg: PQNConfig) -> QNetwork:
-    """The torso (an MLP with LayerNorm for vectors) and a linear Q head, ``[B, A]``."""
+    """The torso, with a LayerNorm before every ReLU where ``layer_norm`` (the MLP, the
+    MinAtar and Nature CNNs), and a linear Q head, ``[B, A]``."""
     name = torso_name(cfg.torso, spec.obs_shape)
     if name == "mlp":
         torso = MLP(cfg.hidden_sizes, obs_ndim=len(spec.obs_shape), layer_norm=cfg.layer_norm)
+    elif name in CNN_TORSOS:
+        torso = cnn_torso(name, cfg.hidden_sizes, layer_norm=cfg.layer_norm)
     else:
         torso = make_torso(name, spec.obs_shape, cfg.hidden_sizes)
     return QNetwork(torso=torso, head=QHead(spec.action_space.n))

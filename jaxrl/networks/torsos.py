@@ -56,6 +56,12 @@ class MLP(nn.Module):
         return x
 
 
+def _norm_relu(x: jax.Array, layer_norm: bool) -> jax.Array:
+    """``relu(LayerNorm(x))`` over the last axis (a fresh ``LayerNorm`` module of the
+    calling ``nn.compact`` method) with ``layer_norm``, else ``relu(x)``."""
+    return nn.relu(nn.LayerNorm()(x) if layer_norm else x)
+
+
 class NatureCNN(nn.Module):
     """The convolutional torso of Mnih et al. 2015 ("Nature DQN"), then dense layers.
 
@@ -63,10 +69,14 @@ class NatureCNN(nn.Module):
     Conv(64, 4x4, stride 2), Conv(64, 3x3, stride 1), each VALID-padded with ReLU,
     flattened, then ``Dense(size)`` + ReLU for each of ``hidden_sizes`` (512 in the paper).
     Output ``[..., hidden_sizes[-1]]`` float32 (or the flattened conv features if empty).
+    With ``layer_norm`` every layer's output is normalized (``LayerNorm``, Ba et al. 2016;
+    over the channels at each position for a convolution) before its ReLU, as in PQN's
+    network (Gallici et al. 2024; purejaxql's ``pqn_atari.py``).
     """
 
     hidden_sizes: Sequence[int] = (512,)
     canonical_backward: bool = False
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
@@ -79,10 +89,10 @@ class NatureCNN(nn.Module):
                 padding="VALID",
                 canonical_backward=self.canonical_backward,
             )
-            x = nn.relu(conv(x))
+            x = _norm_relu(conv(x), self.layer_norm)
         x = x.reshape(x.shape[:-3] + (-1,))
         for size in self.hidden_sizes:
-            x = nn.relu(nn.Dense(size)(x))
+            x = _norm_relu(nn.Dense(size)(x), self.layer_norm)
         return x
 
 
@@ -138,24 +148,30 @@ class MinAtarCNN(nn.Module):
     ReLU, flatten, ``Dense(size)`` + ReLU for each of ``hidden_sizes`` (128 in the paper).
 
     ``[..., H, W, C]`` cast to float32 as it is (MinAtar's channels are 0/1; uint8 frames
-    are divided by 255). Output ``[..., hidden_sizes[-1]]`` float32.
+    are divided by 255). Output ``[..., hidden_sizes[-1]]`` float32. With ``layer_norm``
+    the convolution's output (over its 16 channels at each position) and every dense
+    layer's are normalized before their ReLU, as in PQN's MinAtar network (Gallici et al.
+    2024; purejaxql's ``pqn_minatar.py``).
     """
 
     hidden_sizes: Sequence[int] = (128,)
     canonical_backward: bool = False
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
         x = obs.astype(jnp.float32) if obs.dtype == jnp.bool_ else scale_obs(obs)
         conv = Conv(16, (3, 3), padding="VALID", canonical_backward=self.canonical_backward)
-        x = nn.relu(conv(x))
+        x = _norm_relu(conv(x), self.layer_norm)
         x = x.reshape(x.shape[:-3] + (-1,))
         for size in self.hidden_sizes:
-            x = nn.relu(nn.Dense(size)(x))
+            x = _norm_relu(nn.Dense(size)(x), self.layer_norm)
         return x
 
 
 CNN_TORSOS = {"nature": NatureCNN, "impala": ImpalaCNN, "minatar": MinAtarCNN}
+#: The convolutional torsos with a ``layer_norm`` field.
+LAYER_NORM_TORSOS = ("nature", "minatar")
 
 
 def make_torso(name: Any, obs_shape: Sequence[int], hidden_sizes: Sequence[int]) -> nn.Module:
@@ -180,10 +196,16 @@ def make_torso(name: Any, obs_shape: Sequence[int], hidden_sizes: Sequence[int])
 
 
 def cnn_torso(
-    name: str, hidden_sizes: Sequence[int], canonical_backward: bool | None = None
+    name: str,
+    hidden_sizes: Sequence[int],
+    canonical_backward: bool | None = None,
+    layer_norm: bool = False,
 ) -> nn.Module:
     """The convolutional torso ``name`` (a key of ``CNN_TORSOS``) with dense widths
     ``hidden_sizes``, its convolutions' backward pass chosen by backend.
+
+    ``layer_norm`` (``nature`` and ``minatar`` only; ``ConfigError`` for ``impala``): a
+    LayerNorm before every ReLU, PQN's network.
 
     ``canonical_backward`` None (the default) takes ``conv.canonical_backward_default()``
     (True on the CPU backend, where XLA's own convolution backward pass is 6-13x slower
@@ -192,7 +214,14 @@ def cnn_torso(
     """
     if canonical_backward is None:
         canonical_backward = canonical_backward_default()
-    return CNN_TORSOS[name](tuple(hidden_sizes), canonical_backward=canonical_backward)
+    if not layer_norm:
+        return CNN_TORSOS[name](tuple(hidden_sizes), canonical_backward=canonical_backward)
+    if name not in LAYER_NORM_TORSOS:
+        raise ConfigError(
+            f"torso {name!r} has no layer_norm option; torsos with one: mlp, "
+            f"{', '.join(LAYER_NORM_TORSOS)} (or a torso spec with layer_norm)"
+        )
+    return CNN_TORSOS[name](tuple(hidden_sizes), canonical_backward, layer_norm=True)
 
 
 def torso_name(name: Any, obs_shape: Sequence[int]) -> Any:

@@ -5,10 +5,11 @@ actions; LayerNorm is in the network when asked; the update changes the params."
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxrl import agents
 from jaxrl.agents.pqn import PQNConfig, make_network
-from jaxrl.types import ArraySpec, Discrete, EnvSpec, Transition
+from jaxrl.types import ArraySpec, ConfigError, Discrete, EnvSpec, Transition
 
 A, T, N = 3, 4, 2
 SPEC = EnvSpec(
@@ -70,3 +71,16 @@ def test_layer_norm_is_optional():
         jax.random.PRNGKey(0), jnp.zeros((1, 5))
     )
     assert "LayerNorm_0" not in params["params"]["torso"]
+
+
+def test_layer_norm_follows_the_conv_torsos():
+    image = EnvSpec("Img", (10, 10, 4), "float32", Discrete(A), N, 10)
+    obs = jnp.zeros((1, 10, 10, 4))
+    for layer_norm, names in ((True, {"LayerNorm_0", "LayerNorm_1"}), (False, set())):
+        cfg = PQNConfig(hidden_sizes=(4,), layer_norm=layer_norm)
+        torso = make_network(image, cfg).init(jax.random.PRNGKey(0), obs)["params"]["torso"]
+        assert {k for k in torso if k.startswith("LayerNorm")} == names
+        assert torso["Conv_0"]["kernel"].shape == (3, 3, 4, 16)
+    with pytest.raises(ConfigError, match="layer_norm"):
+        agents.make("pqn", image, torso="impala")
+    agents.make("pqn", image, torso="impala", layer_norm=False)  # the IMPALA CNN without

@@ -14,6 +14,7 @@ from jaxrl.networks import (
     MinAtarCNN,
     NatureCNN,
     ResidualBlock,
+    cnn_torso,
     make_torso,
 )
 from jaxrl.types import ConfigError, Discrete, EnvSpec
@@ -116,6 +117,45 @@ def test_minatar_cnn_matches_numpy():
     # 0/1 float channels are used as they are; uint8 frames are divided by 255.
     as_float = np.asarray(net.apply({"params": params}, obs.astype(np.float32)))
     np.testing.assert_allclose(as_float, got, rtol=1e-6)
+
+
+def layer_norm(x, p):
+    """Slow NumPy LayerNorm over the last axis (flax's epsilon 1e-6, biased variance)."""
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-6) * np.asarray(p["scale"]) + np.asarray(p["bias"])
+
+
+def test_minatar_cnn_with_layer_norm_matches_numpy():
+    net = cnn_torso("minatar", (7, 5), layer_norm=True)
+    obs = np.random.default_rng(3).integers(0, 2, size=(2, 10, 10, 4)).astype(np.float32)
+    params = net.init(jax.random.PRNGKey(1), obs)["params"]
+    got = np.asarray(net.apply({"params": params}, obs))
+    relu = lambda v: np.maximum(v, 0)
+    for b in range(2):
+        p = params["Conv_0"]
+        x = conv(obs[b].astype(np.float64), np.asarray(p["kernel"]), np.asarray(p["bias"]), "VALID")
+        x = relu(layer_norm(x, params["LayerNorm_0"])).reshape(-1)  # over the 16 channels
+        x = relu(layer_norm(dense(params["Dense_0"], x), params["LayerNorm_1"]))
+        want = relu(layer_norm(dense(params["Dense_1"], x), params["LayerNorm_2"]))
+        np.testing.assert_allclose(got[b], want, rtol=1e-4, atol=1e-5)
+    # Off (the default), the same parameters without the norms give the plain torso.
+    plain = {k: v for k, v in params.items() if not k.startswith("LayerNorm")}
+    np.testing.assert_array_equal(
+        cnn_torso("minatar", (7, 5)).apply({"params": plain}, obs),
+        MinAtarCNN((7, 5)).apply({"params": plain}, obs),
+    )
+
+
+def test_nature_cnn_layer_norm_follows_every_layer_and_impala_has_none():
+    obs = jnp.zeros((1, 36, 36, 4), jnp.uint8)
+    net = cnn_torso("nature", (8,), layer_norm=True)
+    params = jax.eval_shape(net.init, jax.random.PRNGKey(0), obs)["params"]
+    sizes = [params[f"LayerNorm_{i}"]["scale"].shape for i in range(4)]
+    assert sizes == [(32,), (64,), (64,), (8,)]
+    assert not any(k.startswith("LayerNorm") for k in jax.eval_shape(
+        cnn_torso("nature", (8,)).init, jax.random.PRNGKey(0), obs)["params"])  # fmt: skip
+    with pytest.raises(ConfigError, match="torso 'impala' has no layer_norm option"):
+        cnn_torso("impala", (8,), layer_norm=True)
 
 
 def test_make_torso_picks_by_name_and_shape():
