@@ -27,7 +27,7 @@ omegaconf, safetensors, wandb) and needs ``gymnax`` installed.
 
     nice -n 10 python benchmarks/pqn_vs_purejaxql.py --purejaxql PATH/purejaxql --env cartpole
     python benchmarks/pqn_vs_purejaxql.py --purejaxql PATH/purejaxql --env minatar-breakout \
-        --steps 999424 --seeds 5
+        --seeds 5
 """
 
 from __future__ import annotations
@@ -195,11 +195,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument(
         "--steps", type=int, default=None,
-        help="env steps per seed; default 491,520 (CartPole; a multiple of 20,480) or "
-        "999,424 (MinAtar; a multiple of 128 x 32 x 20)",
+        help="env steps per seed, 20 x a whole number of updates (jaxrl's run then ends "
+        "on its last evaluation); default 491,520 (CartPole: 20 x 12 x 32 x 64) or 983,040 "
+        "(MinAtar: 20 x 12 x 128 x 32)",
     )  # fmt: skip
     args = parser.parse_args()
-    steps = args.steps or (491_520 if args.env == "cartpole" else 999_424)
+    steps = args.steps or (491_520 if args.env == "cartpole" else 983_040)
     table = Table(title=f"PQN on {args.env}, {args.seeds} seeds each, one jit(vmap(train))")
     for column in ("implementation", "env steps each", "compile s", "run s",
                    "env steps/s (all seeds)", "last greedy eval >= 475",
