@@ -125,14 +125,16 @@ def timed(train, keys):
     return out, compile_time, time.perf_counter() - start
 
 
-def run_jaxrl(setup: str, seeds: int, steps: int, layer_norm: bool = True) -> list[str]:
+def run_jaxrl(
+    setup: str, seeds: int, steps: int, layer_norm: bool = True, evaluate: bool = True
+) -> list[str]:
     _, config, env_name, overrides, target = SETUPS[setup]
     # purejaxql's evaluation schedule: 128 greedy episodes every twentieth of the updates.
     update = config["NUM_ENVS"] * config["NUM_STEPS"]
     interval = steps // update // 20 * update
     overrides = dict(overrides) | {
-        "agent.layer_norm": layer_norm, "run.log_every": interval, "run.eval_every": interval,
-        "run.eval_episodes": config["TEST_NUM_ENVS"],
+        "agent.layer_norm": layer_norm, "run.log_every": interval,
+        "run.eval_every": interval if evaluate else 0, "run.eval_episodes": config["TEST_NUM_ENVS"],
     }  # fmt: skip
     cfg = resolve(agent="pqn", env=env_name, steps=steps, overrides=overrides)
     run = RunConfig(**(cfg["run"] | {"stop_return": None}))
@@ -144,21 +146,27 @@ def run_jaxrl(setup: str, seeds: int, steps: int, layer_norm: bool = True) -> li
         train, jax.random.split(jax.random.PRNGKey(0), seeds)
     )
     done = np.asarray(metrics["step"])[0, -1]
+    name = f"jaxrl ({cfg.get('preset') or 'pqn'}, layer_norm {layer_norm})"
+    if not evaluate:
+        return row(name, done, compile_time, run_time, seeds, [], target)
     evals = np.asarray(metrics["eval_return"])
     last = [e[~np.isnan(e)][-1] for e in evals]
-    name = f"jaxrl ({cfg.get('preset') or 'pqn'}, layer_norm {layer_norm})"
     at = ~np.isnan(evals[0])
     print_curve(name, np.asarray(metrics["step"])[0, at], evals[:, at])
     return row(name, done, compile_time, run_time, seeds, last, target)
 
 
-def run_purejaxql(path: str, setup: str, seeds: int, steps: int) -> list[str]:
+def run_purejaxql(
+    path: str, setup: str, seeds: int, steps: int, evaluate: bool = True
+) -> list[str]:
     script, config, _, _, target = SETUPS[setup]
-    config = dict(config, TOTAL_TIMESTEPS=steps)
+    config = dict(config, TOTAL_TIMESTEPS=steps, TEST_DURING_TRAINING=evaluate)
     train = load_purejaxql(os.path.join(path, script))(config)
     out, compile_time, run_time = timed(train, jax.random.split(jax.random.PRNGKey(0), seeds))
     metrics = out["metrics"]
     done = int(np.asarray(metrics["env_step"])[0, -1])
+    if not evaluate:
+        return row(f"purejaxql {script}", done, compile_time, run_time, seeds, [], target)
     returns = np.asarray(metrics["test/returned_episode_returns"])
     last = list(returns[:, -1])
     # A test runs when update_steps % interval == 0; the metric repeats it until the next.
@@ -175,7 +183,7 @@ def print_curve(name: str, steps: np.ndarray, returns: np.ndarray) -> None:
 
 
 def row(name, done, compile_time, run_time, seeds, last, target) -> list[str]:
-    reached = "-" if target is None else f"{sum(r >= target for r in last)}/{seeds}"
+    reached = "-" if target is None or not last else f"{sum(r >= target for r in last)}/{seeds}"
     return [
         name,
         f"{done:,}",
@@ -184,7 +192,7 @@ def row(name, done, compile_time, run_time, seeds, last, target) -> list[str]:
         f"{seeds * done / run_time:,.0f}",
         reached,
         ", ".join(f"{r:.1f}" for r in last),
-        f"{np.mean(last):.2f}",
+        f"{np.mean(last):.2f}" if last else "-",
     ]
 
 
@@ -193,6 +201,10 @@ def main() -> None:
     parser.add_argument("--purejaxql", required=True, help="path to purejaxql's purejaxql/")
     parser.add_argument("--env", choices=sorted(SETUPS), default="cartpole")
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument(
+        "--no-eval", action="store_true",
+        help="no evaluation on either side: the training programs' own speed",
+    )  # fmt: skip
     parser.add_argument(
         "--steps", type=int, default=None,
         help="env steps per seed, 20 x a whole number of updates (jaxrl's run then ends "
@@ -207,12 +219,13 @@ def main() -> None:
                    "last greedy eval", "mean"):  # fmt: skip
         table.add_column(column, justify="right")
     console = Console(width=220)
-    table.add_row(*run_jaxrl(args.env, args.seeds, steps))
+    evaluate = not args.no_eval
+    table.add_row(*run_jaxrl(args.env, args.seeds, steps, evaluate=evaluate))
     console.print(table)
     if args.env != "cartpole":
-        table.add_row(*run_jaxrl(args.env, args.seeds, steps, layer_norm=False))
+        table.add_row(*run_jaxrl(args.env, args.seeds, steps, False, evaluate))
         console.print(table)
-    table.add_row(*run_purejaxql(args.purejaxql, args.env, args.seeds, steps))
+    table.add_row(*run_purejaxql(args.purejaxql, args.env, args.seeds, steps, evaluate))
     console.print(table)
 
 
