@@ -219,7 +219,8 @@ def cnn_torso(
     if name not in LAYER_NORM_TORSOS:
         raise ConfigError(
             f"torso {name!r} has no layer_norm option; torsos with one: mlp, "
-            f"{', '.join(LAYER_NORM_TORSOS)} (or a torso spec with layer_norm)"
+            f"{', '.join(LAYER_NORM_TORSOS)} (or a torso spec with layer_norm); "
+            "give layer_norm false for this torso"
         )
     return CNN_TORSOS[name](tuple(hidden_sizes), canonical_backward, layer_norm=True)
 
