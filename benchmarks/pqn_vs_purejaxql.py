@@ -69,10 +69,11 @@ PUREJAXQL_MINATAR = {
     "TEST_INTERVAL": 0.05, "TEST_NUM_ENVS": 128, "EPS_TEST": 0.0, "WANDB_MODE": "disabled",
 }  # fmt: skip
 
-# The same settings in jaxrl's names (PQNConfig; env steps where purejaxql counts updates).
+# The same settings in jaxrl's names (PQNConfig; env steps where purejaxql counts updates;
+# layer_norm is set per run by run_jaxrl).
 JAXRL_MINATAR = {
     "env.backend": "gymnax", "env.num_envs": 128, "run.rollout_len": 32,
-    "agent.hidden_sizes": [128], "agent.layer_norm": True, "agent.optimizer": "radam",
+    "agent.hidden_sizes": [128], "agent.optimizer": "radam",
     "agent.lr": 5e-4, "agent.lr_schedule": "linear", "agent.lr_decay_steps": 10_000_000,
     "agent.lr_end_factor": 0.0, "agent.max_grad_norm": 10.0, "agent.gamma": 0.99,
     "agent.q_lambda": 0.65, "agent.reward_scale": 1.0, "agent.update_epochs": 2,
