@@ -132,6 +132,17 @@ def test_minatar_preset_chosen_for_every_minatar_game(agent):
         assert cfg["agent"]["buffer_size"] == 100_000
 
 
+def test_minatar_pqn_preset_decays_epsilon_within_its_budget():
+    # PQNConfig decays epsilon over 1M steps (a tenth of purejaxql's 10M); the MinAtar
+    # preset's 1M budget takes purejaxql's ratio instead, and wins over the "*" preset.
+    for env in ("MinAtar-Breakout", "MinAtar-Asterix"):
+        cfg = config.resolve(agent="pqn", env=env)
+        assert cfg["preset"] == "minatar-pqn", env
+        assert cfg["agent"]["epsilon_decay_steps"] == cfg["run"]["steps"] // 10
+    assert config.find_preset("pqn", "CartPole-v1") == "cartpole-pqn"
+    assert config.find_preset("pqn", "Acrobot-v1") == "pqn"
+
+
 def test_agents_list_resolves_and_round_trips(tmp_path):
     """``--agents`` (independent agents): each agent resolved with its own preset, the
     ``--agent.KEY`` overrides on every agent, ``agent`` the first; the saved YAML has no
