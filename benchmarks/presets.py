@@ -38,7 +38,7 @@ import jax
 import numpy as np
 
 from jaxrl import stats
-from jaxrl.experiment.config import presets, resolve
+from jaxrl.experiment.config import load_yaml, merge, presets, resolve
 from jaxrl.experiment.driver import compile_chunk, compile_evaluate, final_returns
 from jaxrl.experiment.setup import Launch, build_setup
 from jaxrl.plot import plot
@@ -47,7 +47,11 @@ from jaxrl.types import ConfigError
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 # FrozenLake-v1: Gymnasium's reward_threshold (success rate of the slippery 4x4 map).
 TARGETS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0, "Pendulum-v1": -200.0, "FrozenLake-v1": 0.70}
-NOT_VMAPPABLE = ("atari-", "mujoco-")  # host or foreign-call envs: one seed per process
+NOT_VMAPPABLE = ("atari", "mujoco-")  # host or foreign-call envs: one seed per process
+# The game a family preset (``env: {family: minatar}``, no name) is judged on: the game
+# its issue names (issue 12: MinAtar-Breakout). Without it the preset would resolve to the
+# default env (CartPole) and its options for the family would be dropped.
+FAMILY_GAMES = {"minatar": "MinAtar-Breakout"}
 
 # Published final returns: (value, source). One run each unless the source says otherwise.
 ANCHORS = {
@@ -75,13 +79,27 @@ ANCHORS = {
 }
 
 
+def preset_config(
+    name: str, steps: int | None = None, overrides: dict | None = None
+) -> dict[str, Any]:
+    """The resolved config of preset ``name``, on the preset's env: the one it names, else
+    its family's game (``FAMILY_GAMES``), else the default env. ``run.stop_return`` is
+    off (the whole budget runs), then the dotted ``overrides`` apply."""
+    data = load_yaml(presets()[name])
+    if data.get("preset"):
+        data = merge(load_yaml(presets()[data["preset"]]), data)
+    env = data.get("env", {})
+    game = env.get("name") or FAMILY_GAMES.get(env.get("family"))
+    overrides = {"run.stop_return": None, **(overrides or {})}
+    return resolve(config_file=str(presets()[name]), env=game, steps=steps, overrides=overrides)
+
+
 def run_preset(
     name: str, seeds: int, steps: int | None, group: int, overrides: dict | None = None
 ) -> dict[str, Any]:
     """Trains preset ``name`` (with dotted ``overrides`` such as ``{"agent.loss": "mse"}``)
     as ``seeds`` members in groups of ``group``; per-member results and the times."""
-    overrides = {"run.stop_return": None, **(overrides or {})}
-    cfg = resolve(config_file=str(presets()[name]), steps=steps, overrides=overrides)
+    cfg = preset_config(name, steps, overrides)
     target = TARGETS.get(cfg["env"]["name"])
     finals, solves, aucs, curves = [], [], [], []
     compile_time = run_time = 0.0

@@ -115,15 +115,47 @@ def test_seeds_beyond_memory_exit_2_with_one_line(tmp_path, capsys, monkeypatch)
     ],
 )
 def test_presets_benchmark_mistakes_exit_2(tmp_path, capsys, argv, fragment):
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "presets.py"
-    spec = importlib.util.spec_from_file_location("presets_benchmark", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = presets_benchmark()
     results, out_dir = tmp_path / "RESULTS.md", tmp_path / "plots"
     args = [*argv, "--results", str(results), "--out-dir", str(out_dir)]
     assert module.main(args) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and fragment in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def presets_benchmark():
+    """``benchmarks/presets.py`` as a module (benchmarks/ is not a package)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "presets.py"
+    spec = importlib.util.spec_from_file_location("presets_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_presets_benchmark_judges_each_preset_on_an_env_of_its_own():
+    """A family preset (``env: {family: minatar}``) names no game: the benchmark must train
+    it on a game of that family with the preset's env options, not on the default env."""
+    module = presets_benchmark()
+    from jaxrl import envs
+    from jaxrl.experiment.config import load_yaml, presets
+
+    checked = []
+    for name, path in presets().items():
+        if name.startswith(module.NOT_VMAPPABLE):
+            continue
+        data = load_yaml(path)
+        if data.get("preset"):
+            data = {**load_yaml(presets()[data["preset"]]), **data}
+        family = data.get("env", {}).get("family")
+        if family in (None, "*"):
+            continue
+        cfg = module.preset_config(name)
+        assert envs.family(cfg["env"]["name"]) == family, (name, cfg["env"]["name"])
+        assert cfg["run"]["stop_return"] is None
+        checked.append(name)
+    assert {"minatar-dqn", "minatar-pqn", "minatar-rainbow"} <= set(checked)
+    cfg = module.preset_config("minatar-pqn")
+    assert cfg["env"]["num_envs"] == 32 and cfg["agent"]["epsilon_decay_steps"] == 100_000
