@@ -45,6 +45,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxrl.runners import opponent_pool
 from jaxrl.runners.matches import make_match, opponents, outcome_rates
 from jaxrl.runners.scan import ChunkLayout, RunConfig, Runner, RunnerState, checkpointing
 from jaxrl.types import Agent, ConfigError, Env, PRNGKey, Transition
@@ -71,12 +72,14 @@ class Queue(NamedTuple):
 
 class Stitch(NamedTuple):
     """The runner's per-env carry: the agent's carry, the player to move at ``obs``
-    (``[N]`` int32), the pending turns and the queue."""
+    (``[N]`` int32), the pending turns and the queue; with ``RunConfig.opponent_pool``,
+    the ring of past snapshots (``opponent_pool.Pool``, not per env), else None."""
 
     agent: Any
     player: jax.Array
     pending: Pending
     queue: Queue
+    pool: Any = None
 
 
 def _take(tree: Any, index: jax.Array) -> Any:
@@ -214,6 +217,10 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
     transitions: ``dqn`` or ``rainbow`` with ``n_step: 1`` (module docstring)."""
     from jaxrl import envs
 
+    if cfg["run"].get("opponent_pool") and not self_play:
+        raise ConfigError(
+            "run.opponent_pool (past snapshots as opponents) applies to --self-play only"
+        )
     name = cfg["env"]["name"]
     kwargs = {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
     spec = envs.make(name, num_envs=1, **kwargs).spec
@@ -307,13 +314,39 @@ def make_self_play_runner(
     headline = "self" if "self" in matches else "random"  # a cooperative game: self-play
     evaluate = matches[headline]
     initial_agent_carry = agent.init_carry(N)
+    pool = None
+    if config.opponent_pool:
+        shapes = jax.eval_shape(agent.init, jax.random.PRNGKey(0))
+        if not hasattr(shapes, "params"):
+            raise ConfigError("run.opponent_pool needs an agent whose state has 'params'")
+        pool = opponent_pool.PoolLayout.of(
+            config.opponent_pool,
+            config.opponent_envs,
+            config.opponent_every,
+            layout.steps_per_iteration,
+            N,
+            P,
+        )
 
-    def env_step(state: RunnerState, key: PRNGKey, emit: bool):
-        act_key, step_key = jax.random.split(key)
+    def env_step(state: RunnerState, key: PRNGKey, emit: bool, opponent_params: Any = None):
+        act_key, step_key, pool_key = jax.random.split(key, 3)
         carry: Stitch = state.carry
         action, agent_carry, extras = act_per_env(
             agent, state.agent_state, state.obs, carry.agent, act_key
         )
+        if opponent_params is not None:
+            action = opponent_pool.act(
+                pool,
+                agent,
+                state.agent_state,
+                opponent_params,
+                state.obs,
+                carry.agent,
+                carry.player,
+                action,
+                pool_key,
+                act_per_env,
+            )
         env_state, ts = env.step(state.env_state, action, step_key)
         done = ts.terminated | ts.truncated
         pending, completed, valid = stitch(
@@ -328,7 +361,7 @@ def make_self_play_runner(
             agent_carry,
             initial_agent_carry,
         )
-        carry = Stitch(agent_carry, ts.info["current_player"], pending, queue)
+        carry = Stitch(agent_carry, ts.info["current_player"], pending, queue, carry.pool)
         state = state.replace(env_state=env_state, obs=ts.obs, carry=carry)
         returns = ts.info["episode_return"]  # [N, P]
         stats = {
@@ -347,6 +380,8 @@ def make_self_play_runner(
             agent_state = agent_state.replace(hparams=hparams)
         env_state, ts = env.reset(env_key)
         carry = _empty(env, agent, agent_state, ts.obs, ts.info["current_player"])
+        if pool is not None:
+            carry = carry._replace(pool=opponent_pool.init(pool, agent_state.params))
         state = RunnerState(agent_state, env_state, ts.obs, carry, key, jnp.zeros((), jnp.int32))
         # P warm-up moves fill the queues (module docstring); nothing is learned from them.
         state, _ = jax.lax.scan(
@@ -357,8 +392,18 @@ def make_self_play_runner(
     def iteration(state: RunnerState, _):
         key, rollout_key, update_key = jax.random.split(state.key, 3)
         keys = jax.random.split(rollout_key, config.rollout_len)
-        state, (rollout, stats) = jax.lax.scan(lambda s, k: env_step(s, k, True), state, keys)
+        opponent_params = None
+        if pool is not None:
+            ring = opponent_pool.snapshot(pool, state.carry.pool, state.agent_state.params)
+            opponent_params = opponent_pool.opponents(pool, ring, state.agent_state.params)
+            state = state.replace(carry=state.carry._replace(pool=ring))
+        state, (rollout, stats) = jax.lax.scan(
+            lambda s, k: env_step(s, k, True, opponent_params), state, keys
+        )
         agent_state, agent_metrics = agent.update(state.agent_state, rollout, update_key)
+        if pool is not None:
+            ring = state.carry.pool.replace(iterations=state.carry.pool.iterations + 1)
+            state = state.replace(carry=state.carry._replace(pool=ring))
         stats = {k: v.sum(axis=0) for k, v in stats.items()}
         games = stats["episodes"]
         metrics = {k: stats[k] for k in ("episodes", "episode_return_sum", "episode_length_sum")}
