@@ -33,6 +33,11 @@ first player, so with a batched ``act`` every env plays the same game (measured 
 Four with the ``connect_four-rainbow`` preset: 1,021 distinct states in 51,200 stitched
 transitions of 32 envs, benchmarks/RESULTS.md).
 
+With ``RunConfig.opponent_pool`` set, some envs have a past snapshot of the agent in one
+seat instead of the agent itself (``runners/opponent_pool.py``: fictitious self-play's
+remedy for a learner that drifts once it only meets itself); every stitched transition is
+still learned from.
+
 Evaluation plays the greedy agent against fixed opponents (``runners/matches.py``: uniform
 random, and scripted where the game is one of ``envs.games``), reported as win/draw/loss
 rates; a cooperative game (Hanabi) is scored in self-play, the greedy agent in every seat.
