@@ -334,12 +334,13 @@ def make_self_play_runner(
         )
 
     def env_step(state: RunnerState, key: PRNGKey, emit: bool, opponent_params: Any = None):
-        act_key, step_key, pool_key = jax.random.split(key, 3)
+        act_key, step_key = jax.random.split(key)
         carry: Stitch = state.carry
         action, agent_carry, extras = act_per_env(
             agent, state.agent_state, state.obs, carry.agent, act_key
         )
-        if opponent_params is not None:
+        if opponent_params is not None:  # pure self-play's keys stay as they were
+            step_key, pool_key = jax.random.split(step_key)
             action = opponent_pool.act(
                 pool,
                 agent,
