@@ -1,4 +1,5 @@
-"""Past selves as opponents in self-play: a ring of snapshots of the agent's parameters.
+"""Training opponents other than the current self in self-play: past snapshots of the
+agent's parameters, and the game's scripted opponent.
 
 Pure self-play trains against the current policy only; once it mostly meets itself it can
 drift away from play it no longer sees (measured on Connect Four: benchmarks/RESULTS.md,
@@ -20,6 +21,13 @@ Here, with ``M = RunConfig.opponent_pool`` snapshots:
   written plays the current params (self-play);
 * every stitched transition is learned from, the snapshot's moves included: one-step
   Q-learning is off-policy, so a move of any policy is a valid transition of the game.
+
+With ``RunConfig.opponent_scripted`` the next ``S = round(opponent_scripted * N)`` envs
+(``K`` to ``K + S``) have the game's scripted opponent (``matches.opponents``: win if it
+can, block if it must, else random) in seat ``i % P``. This is the curriculum of the
+PettingZoo/AgileRL Connect Four DQN self-play tutorial (https://pettingzoo.farama.org/
+tutorials/agilerl/DQN/), whose lessons train against random and such "weak" heuristic
+opponents before and beside self-play.
 
 The ring lives in the runner's per-env carry (``self_play.Stitch.pool``) but is not per
 env: its leaves lead with ``[M]``, with ``M <= N / P < N``, so a device mesh (which splits
@@ -50,12 +58,14 @@ class Pool:
 
 class PoolLayout(NamedTuple):
     """Static sizes: ``size`` snapshots (M), ``envs`` envs with a snapshot in one seat (K),
-    a snapshot every ``every`` iterations, ``players`` seats (P)."""
+    a snapshot every ``every`` iterations, ``players`` seats (P), ``scripted`` envs with
+    the scripted opponent in one seat (S)."""
 
     size: int
     envs: int
     every: int
     players: int
+    scripted: int = 0
 
     @classmethod
     def of(
@@ -66,20 +76,34 @@ class PoolLayout(NamedTuple):
         steps_per_iteration: int,
         num_envs: int,
         players: int,
+        scripted_fraction: float = 0.0,
     ) -> PoolLayout:
         """The layout of ``RunConfig``'s ``opponent_pool`` (``size``), ``opponent_envs``
-        (``fraction``) and ``opponent_every`` (``every_steps``); ``ConfigError`` (one line)
-        unless the ``round(fraction * num_envs)`` envs split into ``size`` groups of at
-        least ``players`` envs each (every snapshot plays every seat)."""
-        envs = round(fraction * num_envs)
-        if envs % size or envs // size < players:
+        (``fraction``), ``opponent_every`` (``every_steps``) and ``opponent_scripted``
+        (``scripted_fraction``); ``ConfigError`` (one line) unless the
+        ``round(fraction * num_envs)`` envs split into ``size`` groups of at least
+        ``players`` envs each (every snapshot plays every seat), the scripted envs number
+        at least ``players`` where there are any, and both fit in ``num_envs``."""
+        envs = round(fraction * num_envs) if size else 0
+        if size and (envs % size or envs // size < players):
             raise ConfigError(
                 f"run.opponent_pool {size} with run.opponent_envs {fraction} gives {envs} of "
                 f"{num_envs} envs: they must split into {size} groups of at least {players} "
                 f"envs (a multiple of {size * players} envs; give more envs or fewer snapshots)"
             )
+        scripted = round(scripted_fraction * num_envs)
+        if scripted_fraction and scripted < players:
+            raise ConfigError(
+                f"run.opponent_scripted {scripted_fraction} gives {scripted} of {num_envs} "
+                f"envs; it needs at least {players} (one per seat)"
+            )
+        if envs + scripted > num_envs:
+            raise ConfigError(
+                f"run.opponent_envs and run.opponent_scripted take {envs} + {scripted} envs; "
+                f"there are {num_envs}"
+            )
         every = max(1, -(-every_steps // steps_per_iteration))
-        return cls(size, envs, every, players)
+        return cls(size, envs, every, players, scripted)
 
 
 def init(layout: PoolLayout, params: Any) -> Pool:
@@ -125,21 +149,35 @@ def act(
     action: jax.Array,
     key: PRNGKey,
     act_per_env: Any,
+    scripted: Any = None,
 ) -> jax.Array:
-    """``action`` ``[N]`` with the snapshots' moves in their seats (module docstring).
+    """``action`` ``[N]`` with the snapshots' and the scripted opponent's moves in their
+    seats (module docstring).
 
-    ``opponent_params``: ``opponents(...)``; ``obs``, ``carry``: leaves ``[N, ...]``;
-    ``player`` ``[N]`` int32, the player to move; ``act_per_env``: the self-play runner's
-    per-env ``act`` (``(agent, state, obs, carry, key) -> (action, carry, extras)``)."""
-    K, M = layout.envs, layout.size
-    groups = lambda tree: jax.tree.map(lambda x: x[:K].reshape(M, K // M, *x.shape[1:]), tree)
+    ``opponent_params``: ``opponents(...)`` (None without snapshots); ``obs``, ``carry``:
+    leaves ``[N, ...]``; ``player`` ``[N]`` int32, the player to move; ``act_per_env``: the
+    self-play runner's per-env ``act`` (``(agent, state, obs, carry, key) -> (action,
+    carry, extras)``); ``scripted``: the game's ``(obs, key) -> actions`` opponent."""
+    K, M, S, P = layout.envs, layout.size, layout.scripted, layout.players
+    snapshot_key, scripted_key = jax.random.split(key)
+    seat = jnp.arange(K + S) % P
+    if M:
+        groups = lambda tree: jax.tree.map(lambda x: x[:K].reshape(M, K // M, *x.shape[1:]), tree)
 
-    def group_act(params: Any, o: Any, c: Any, k: PRNGKey) -> jax.Array:
-        return act_per_env(agent, agent_state.replace(params=params), o, c, k)[0]
+        def group_act(params: Any, o: Any, c: Any, k: PRNGKey) -> jax.Array:
+            return act_per_env(agent, agent_state.replace(params=params), o, c, k)[0]
 
-    theirs = jax.vmap(group_act)(
-        opponent_params, groups(obs), groups(carry), jax.random.split(key, M)
-    ).reshape(K)
-    seat = jnp.arange(K) % layout.players
-    mine = action[:K]
-    return action.at[:K].set(jnp.where(player[:K] == seat, theirs.astype(mine.dtype), mine))
+        theirs = jax.vmap(group_act)(
+            opponent_params, groups(obs), groups(carry), jax.random.split(snapshot_key, M)
+        ).reshape(K)
+        mine = action[:K]
+        action = action.at[:K].set(
+            jnp.where(player[:K] == seat[:K], theirs.astype(mine.dtype), mine)
+        )
+    if S:
+        theirs = scripted(jax.tree.map(lambda x: x[K : K + S], obs), scripted_key)
+        mine = action[K : K + S]
+        action = action.at[K : K + S].set(
+            jnp.where(player[K : K + S] == seat[K:], theirs.astype(mine.dtype), mine)
+        )
+    return action

@@ -55,6 +55,8 @@ class RunConfig(Options):
       opponent_envs: self-play only: the fraction of envs with a snapshot in one seat
         (OpenAI Five's 20% of games against past selves, Berner et al. 2019, section 4.2).
       opponent_every: self-play only: env steps between two snapshots.
+      opponent_scripted: self-play only: the fraction of envs with the game's scripted
+        opponent (win, block, else random) in one seat; 0 = none.
     """
 
     steps: int = option(100_000, ge=1, le=INT32_MAX)  # step counters are int32
@@ -67,6 +69,7 @@ class RunConfig(Options):
     opponent_pool: int = option(0, ge=0)
     opponent_envs: float = option(0.2, gt=0, le=1)
     opponent_every: int = option(25_600, ge=1)
+    opponent_scripted: float = option(0.0, ge=0, le=1)
 
 
 class ChunkLayout(NamedTuple):

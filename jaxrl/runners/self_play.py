@@ -222,10 +222,9 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
     transitions: ``dqn`` or ``rainbow`` with ``n_step: 1`` (module docstring)."""
     from jaxrl import envs
 
-    if cfg["run"].get("opponent_pool") and not self_play:
-        raise ConfigError(
-            "run.opponent_pool (past snapshots as opponents) applies to --self-play only"
-        )
+    for option in ("opponent_pool", "opponent_scripted"):
+        if cfg["run"].get(option) and not self_play:
+            raise ConfigError(f"run.{option} (training opponents) applies to --self-play only")
     name = cfg["env"]["name"]
     kwargs = {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
     spec = envs.make(name, num_envs=1, **kwargs).spec
@@ -319,11 +318,8 @@ def make_self_play_runner(
     headline = "self" if "self" in matches else "random"  # a cooperative game: self-play
     evaluate = matches[headline]
     initial_agent_carry = agent.init_carry(N)
-    pool = None
-    if config.opponent_pool:
-        shapes = jax.eval_shape(agent.init, jax.random.PRNGKey(0))
-        if not hasattr(shapes, "params"):
-            raise ConfigError("run.opponent_pool needs an agent whose state has 'params'")
+    pool = scripted = None
+    if config.opponent_pool or config.opponent_scripted:
         pool = opponent_pool.PoolLayout.of(
             config.opponent_pool,
             config.opponent_envs,
@@ -331,7 +327,19 @@ def make_self_play_runner(
             layout.steps_per_iteration,
             N,
             P,
+            config.opponent_scripted,
         )
+    if config.opponent_pool:
+        shapes = jax.eval_shape(agent.init, jax.random.PRNGKey(0))
+        if not hasattr(shapes, "params"):
+            raise ConfigError("run.opponent_pool needs an agent whose state has 'params'")
+    if config.opponent_scripted:
+        scripted = opponents(env).get("scripted")
+        if scripted is None:
+            raise ConfigError(
+                f"run.opponent_scripted needs a game with a scripted opponent "
+                f"(connect_four, tic_tac_toe); '{env.spec.name}' has none"
+            )
 
     def env_step(state: RunnerState, key: PRNGKey, emit: bool, opponent_params: Any = None):
         act_key, step_key = jax.random.split(key)
@@ -339,7 +347,7 @@ def make_self_play_runner(
         action, agent_carry, extras = act_per_env(
             agent, state.agent_state, state.obs, carry.agent, act_key
         )
-        if opponent_params is not None:  # pure self-play's keys stay as they were
+        if pool is not None and emit:  # pure self-play's keys stay as they were
             step_key, pool_key = jax.random.split(step_key)
             action = opponent_pool.act(
                 pool,
@@ -352,6 +360,7 @@ def make_self_play_runner(
                 action,
                 pool_key,
                 act_per_env,
+                scripted,
             )
         env_state, ts = env.step(state.env_state, action, step_key)
         done = ts.terminated | ts.truncated
@@ -386,7 +395,7 @@ def make_self_play_runner(
             agent_state = agent_state.replace(hparams=hparams)
         env_state, ts = env.reset(env_key)
         carry = _empty(env, agent, agent_state, ts.obs, ts.info["current_player"])
-        if pool is not None:
+        if config.opponent_pool:
             carry = carry._replace(pool=opponent_pool.init(pool, agent_state.params))
         state = RunnerState(agent_state, env_state, ts.obs, carry, key, jnp.zeros((), jnp.int32))
         # P warm-up moves fill the queues (module docstring); nothing is learned from them.
@@ -399,7 +408,7 @@ def make_self_play_runner(
         key, rollout_key, update_key = jax.random.split(state.key, 3)
         keys = jax.random.split(rollout_key, config.rollout_len)
         opponent_params = None
-        if pool is not None:
+        if config.opponent_pool:
             ring = opponent_pool.snapshot(pool, state.carry.pool, state.agent_state.params)
             opponent_params = opponent_pool.opponents(pool, ring, state.agent_state.params)
             state = state.replace(carry=state.carry._replace(pool=ring))
@@ -407,7 +416,7 @@ def make_self_play_runner(
             lambda s, k: env_step(s, k, True, opponent_params), state, keys
         )
         agent_state, agent_metrics = agent.update(state.agent_state, rollout, update_key)
-        if pool is not None:
+        if config.opponent_pool:
             ring = state.carry.pool.replace(iterations=state.carry.pool.iterations + 1)
             state = state.replace(carry=state.carry._replace(pool=ring))
         stats = {k: v.sum(axis=0) for k, v in stats.items()}

@@ -180,3 +180,47 @@ def test_dqn_members_with_a_pool_equal_separate_runs():
             np.testing.assert_allclose(np.asarray(b[member]), np.asarray(a), rtol=1e-5, atol=1e-6)
     ring = np.asarray(jax.tree.leaves(state.carry.pool.params)[0])  # [members, 2, ...]
     assert not np.allclose(ring[0, 0], ring[0, 1])  # two different snapshots were taken
+
+
+def test_act_puts_snapshot_and_scripted_moves_in_their_seats():
+    """``act`` on 10 envs: envs 0-3 two snapshot groups (params 5 and 7), envs 4-7 the
+    scripted opponent (always action 9), envs 8-9 self-play (the learner's 3); the
+    opponents move where the player to move is the env's seat ``i % 2``."""
+    from jaxrl.runners.self_play import act_per_env
+
+    layout = opponent_pool.PoolLayout.of(2, 0.4, 1, 1, 10, 2, scripted_fraction=0.4)
+    assert layout == opponent_pool.PoolLayout(2, 4, 1, 2, 4)
+    agent = counting_agent(10)
+    state = Counter(jnp.asarray(3, jnp.int32), None)
+    obs = {OBS: jnp.zeros((10, 3)), "action_mask": jnp.ones((10, ACTIONS), bool)}
+    scripted = lambda o, key: jnp.full((o[OBS].shape[0],), 9, jnp.int32)
+    for player in (np.zeros(10, np.int32), np.ones(10, np.int32), np.arange(10) % 3 % 2):
+        action = opponent_pool.act(
+            layout,
+            agent,
+            state,
+            jnp.asarray([5, 7], jnp.int32),
+            obs,
+            None,
+            jnp.asarray(player),
+            jnp.full((10,), 3, jnp.int32),
+            jax.random.PRNGKey(0),
+            act_per_env,
+            scripted,
+        )
+        expected = [3] * 10
+        for e in range(8):
+            if player[e] == e % 2:
+                expected[e] = 9 if e >= 4 else (5, 7)[e // 2]
+        np.testing.assert_array_equal(np.asarray(action), expected)
+
+
+def test_scripted_layout_mistakes_are_one_line():
+    with pytest.raises(ConfigError, match="opponent_scripted 0.1 gives 1 of 8 envs; it needs"):
+        opponent_pool.PoolLayout.of(0, 0.5, 100, 32, 8, 2, scripted_fraction=0.1)
+    with pytest.raises(ConfigError, match="take 4 \\+ 6 envs; there are 8"):
+        opponent_pool.PoolLayout.of(2, 0.5, 100, 32, 8, 2, scripted_fraction=0.75)
+    env = make_game(num_envs=8)  # no scripted opponent for this game
+    config = RunConfig(steps=8, eval_every=0, opponent_scripted=0.5)
+    with pytest.raises(ConfigError, match="needs a game with a scripted opponent"):
+        make_self_play_runner(counting_agent(8), env, config)
