@@ -215,6 +215,14 @@ def check_self_play(agent: Agent, env: Env) -> None:
 SELF_PLAY_AGENTS = ("dqn", "rainbow")
 
 
+def check_opponents(cfg: dict[str, Any], self_play: bool) -> None:
+    """ConfigError (one line) where a config without ``--self-play`` sets a training
+    opponent option (``run.opponent_pool``, ``run.opponent_scripted``)."""
+    for option in ("opponent_pool", "opponent_scripted"):
+        if cfg["run"].get(option) and not self_play:
+            raise ConfigError(f"run.{option} (training opponents) applies to --self-play only")
+
+
 def check_config(cfg: dict[str, Any], self_play: bool) -> None:
     """ConfigError (one line) unless a resolved experiment config and ``--self-play``
     agree: self-play needs a game of several players, such a game needs self-play (the one
@@ -222,9 +230,7 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
     transitions: ``dqn`` or ``rainbow`` with ``n_step: 1`` (module docstring)."""
     from jaxrl import envs
 
-    for option in ("opponent_pool", "opponent_scripted"):
-        if cfg["run"].get(option) and not self_play:
-            raise ConfigError(f"run.{option} (training opponents) applies to --self-play only")
+    check_opponents(cfg, self_play)
     name = cfg["env"]["name"]
     kwargs = {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
     spec = envs.make(name, num_envs=1, **kwargs).spec

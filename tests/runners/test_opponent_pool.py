@@ -142,6 +142,12 @@ def test_layout_mistakes_are_one_line():
     cfg = {"agent": {"name": "dqn"}, "env": {"name": "CartPole-v1"}, "run": {"opponent_pool": 2}}
     with pytest.raises(ConfigError, match="applies to --self-play only"):
         check_config(cfg, False)
+    from jaxrl.runners import multi_agent
+
+    games = {**cfg, "env": {"name": "connect_four"}, "agents": [{"name": "dqn"}] * 2}
+    games["run"] = {"opponent_scripted": 0.25}
+    with pytest.raises(ConfigError, match="run.opponent_scripted .* applies to --self-play"):
+        multi_agent.check_config(games, False)
 
 
 def test_dqn_members_with_a_pool_equal_separate_runs():
