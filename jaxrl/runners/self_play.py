@@ -230,7 +230,6 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
     transitions: ``dqn`` or ``rainbow`` with ``n_step: 1`` (module docstring)."""
     from jaxrl import envs
 
-    check_opponents(cfg, self_play)
     name = cfg["env"]["name"]
     kwargs = {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
     spec = envs.make(name, num_envs=1, **kwargs).spec
@@ -240,6 +239,9 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
             "--self-play needs a turn-based game of 2+ players (connect_four, tic_tac_toe, "
             f"hanabi); '{name}' has {players} player(s)"
         )
+    if not self_play and players > 1 and spec.turn_based:
+        raise ConfigError(f"'{name}' is a {players}-player game: train it with --self-play")
+    check_opponents(cfg, self_play)
     if not self_play and players > 1 and not spec.turn_based:
         if cfg["agent"]["name"] not in ("maddpg", "ippo"):
             raise ConfigError(
@@ -247,8 +249,6 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
                 "--agent maddpg or ippo (or the shared layout, without --env.shared false)"
             )
         return
-    if not self_play and players > 1:
-        raise ConfigError(f"'{name}' is a {players}-player game: train it with --self-play")
     if not self_play:
         return
     agent = cfg["agent"]["name"]
