@@ -92,11 +92,12 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
     agent a one-step off-policy learner of stitched transitions (``dqn`` or ``rainbow``
     with ``n_step: 1``, as for self-play)."""
     from jaxrl import envs
-    from jaxrl.runners.self_play import SELF_PLAY_AGENTS
+    from jaxrl.runners.self_play import SELF_PLAY_AGENTS, check_opponents
 
     listed = cfg["agents"]
     if self_play:
         raise ConfigError("--self-play shares one agent between the players; drop --agents")
+    check_opponents(cfg, self_play)
     name = cfg["env"]["name"]
     kwargs = {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
     spec = envs.make(name, num_envs=1, **kwargs).spec

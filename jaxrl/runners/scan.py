@@ -50,6 +50,13 @@ class RunConfig(Options):
       eval_episodes: episodes per evaluation (the CLI's evaluation env has this many envs).
       stop_return: the host driver stops after an evaluation reaching this return.
       seed: the PRNG seed of the run.
+      opponent_pool: self-play only: past snapshots of the agent that play one seat in some
+        envs (``runners/opponent_pool.py``); 0 = pure self-play.
+      opponent_envs: self-play only: the fraction of envs with a snapshot in one seat
+        (OpenAI Five's 20% of games against past selves, Berner et al. 2019, section 4.2).
+      opponent_every: self-play only: env steps between two snapshots.
+      opponent_scripted: self-play only: the fraction of envs with the game's scripted
+        opponent (win, block, else random) in one seat; 0 = none.
     """
 
     steps: int = option(100_000, ge=1, le=INT32_MAX)  # step counters are int32
@@ -59,6 +66,10 @@ class RunConfig(Options):
     eval_episodes: int = option(10, ge=1)
     stop_return: float | None = None
     seed: int = option(0, ge=-INT32_MAX - 1, le=INT32_MAX)  # jax.random.PRNGKey's range
+    opponent_pool: int = option(0, ge=0)
+    opponent_envs: float = option(0.2, gt=0, le=1)
+    opponent_every: int = option(25_600, ge=1)
+    opponent_scripted: float = option(0.0, ge=0, le=1)
 
 
 class ChunkLayout(NamedTuple):

@@ -33,6 +33,11 @@ first player, so with a batched ``act`` every env plays the same game (measured 
 Four with the ``connect_four-rainbow`` preset: 1,021 distinct states in 51,200 stitched
 transitions of 32 envs, benchmarks/RESULTS.md).
 
+With ``RunConfig.opponent_pool`` set, some envs have a past snapshot of the agent in one
+seat instead of the agent itself (``runners/opponent_pool.py``: fictitious self-play's
+remedy for a learner that drifts once it only meets itself); every stitched transition is
+still learned from.
+
 Evaluation plays the greedy agent against fixed opponents (``runners/matches.py``: uniform
 random, and scripted where the game is one of ``envs.games``), reported as win/draw/loss
 rates; a cooperative game (Hanabi) is scored in self-play, the greedy agent in every seat.
@@ -45,6 +50,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxrl.runners import opponent_pool
 from jaxrl.runners.matches import make_match, opponents, outcome_rates
 from jaxrl.runners.scan import ChunkLayout, RunConfig, Runner, RunnerState, checkpointing
 from jaxrl.types import Agent, ConfigError, Env, PRNGKey, Transition
@@ -71,12 +77,14 @@ class Queue(NamedTuple):
 
 class Stitch(NamedTuple):
     """The runner's per-env carry: the agent's carry, the player to move at ``obs``
-    (``[N]`` int32), the pending turns and the queue."""
+    (``[N]`` int32), the pending turns and the queue; with ``RunConfig.opponent_pool``,
+    the ring of past snapshots (``opponent_pool.Pool``, not per env), else None."""
 
     agent: Any
     player: jax.Array
     pending: Pending
     queue: Queue
+    pool: Any = None
 
 
 def _take(tree: Any, index: jax.Array) -> Any:
@@ -207,6 +215,14 @@ def check_self_play(agent: Agent, env: Env) -> None:
 SELF_PLAY_AGENTS = ("dqn", "rainbow")
 
 
+def check_opponents(cfg: dict[str, Any], self_play: bool) -> None:
+    """ConfigError (one line) where a config without ``--self-play`` sets a training
+    opponent option (``run.opponent_pool``, ``run.opponent_scripted``)."""
+    for option in ("opponent_pool", "opponent_scripted"):
+        if cfg["run"].get(option) and not self_play:
+            raise ConfigError(f"run.{option} (training opponents) applies to --self-play only")
+
+
 def check_config(cfg: dict[str, Any], self_play: bool) -> None:
     """ConfigError (one line) unless a resolved experiment config and ``--self-play``
     agree: self-play needs a game of several players, such a game needs self-play (the one
@@ -223,6 +239,9 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
             "--self-play needs a turn-based game of 2+ players (connect_four, tic_tac_toe, "
             f"hanabi); '{name}' has {players} player(s)"
         )
+    if not self_play and players > 1 and spec.turn_based:
+        raise ConfigError(f"'{name}' is a {players}-player game: train it with --self-play")
+    check_opponents(cfg, self_play)
     if not self_play and players > 1 and not spec.turn_based:
         if cfg["agent"]["name"] not in ("maddpg", "ippo"):
             raise ConfigError(
@@ -230,8 +249,6 @@ def check_config(cfg: dict[str, Any], self_play: bool) -> None:
                 "--agent maddpg or ippo (or the shared layout, without --env.shared false)"
             )
         return
-    if not self_play and players > 1:
-        raise ConfigError(f"'{name}' is a {players}-player game: train it with --self-play")
     if not self_play:
         return
     agent = cfg["agent"]["name"]
@@ -307,13 +324,50 @@ def make_self_play_runner(
     headline = "self" if "self" in matches else "random"  # a cooperative game: self-play
     evaluate = matches[headline]
     initial_agent_carry = agent.init_carry(N)
+    pool = scripted = None
+    if config.opponent_pool or config.opponent_scripted:
+        pool = opponent_pool.PoolLayout.of(
+            config.opponent_pool,
+            config.opponent_envs,
+            config.opponent_every,
+            layout.steps_per_iteration,
+            N,
+            P,
+            config.opponent_scripted,
+        )
+    if config.opponent_pool:
+        shapes = jax.eval_shape(agent.init, jax.random.PRNGKey(0))
+        if not hasattr(shapes, "params"):
+            raise ConfigError("run.opponent_pool needs an agent whose state has 'params'")
+    if config.opponent_scripted:
+        scripted = opponents(env).get("scripted")
+        if scripted is None:
+            raise ConfigError(
+                f"run.opponent_scripted needs a game with a scripted opponent "
+                f"(connect_four, tic_tac_toe); '{env.spec.name}' has none"
+            )
 
-    def env_step(state: RunnerState, key: PRNGKey, emit: bool):
+    def env_step(state: RunnerState, key: PRNGKey, emit: bool, opponent_params: Any = None):
         act_key, step_key = jax.random.split(key)
         carry: Stitch = state.carry
         action, agent_carry, extras = act_per_env(
             agent, state.agent_state, state.obs, carry.agent, act_key
         )
+        if pool is not None and emit:  # pure self-play's keys stay as they were
+            step_key, pool_key = jax.random.split(step_key)
+            action = opponent_pool.act(
+                pool,
+                agent,
+                state.agent_state,
+                opponent_params,
+                state.obs,
+                carry.agent,
+                carry.player,
+                action,
+                pool_key,
+                act_per_env,
+                scripted,
+            )
         env_state, ts = env.step(state.env_state, action, step_key)
         done = ts.terminated | ts.truncated
         pending, completed, valid = stitch(
@@ -328,7 +382,7 @@ def make_self_play_runner(
             agent_carry,
             initial_agent_carry,
         )
-        carry = Stitch(agent_carry, ts.info["current_player"], pending, queue)
+        carry = Stitch(agent_carry, ts.info["current_player"], pending, queue, carry.pool)
         state = state.replace(env_state=env_state, obs=ts.obs, carry=carry)
         returns = ts.info["episode_return"]  # [N, P]
         stats = {
@@ -347,6 +401,8 @@ def make_self_play_runner(
             agent_state = agent_state.replace(hparams=hparams)
         env_state, ts = env.reset(env_key)
         carry = _empty(env, agent, agent_state, ts.obs, ts.info["current_player"])
+        if config.opponent_pool:
+            carry = carry._replace(pool=opponent_pool.init(pool, agent_state.params))
         state = RunnerState(agent_state, env_state, ts.obs, carry, key, jnp.zeros((), jnp.int32))
         # P warm-up moves fill the queues (module docstring); nothing is learned from them.
         state, _ = jax.lax.scan(
@@ -357,8 +413,18 @@ def make_self_play_runner(
     def iteration(state: RunnerState, _):
         key, rollout_key, update_key = jax.random.split(state.key, 3)
         keys = jax.random.split(rollout_key, config.rollout_len)
-        state, (rollout, stats) = jax.lax.scan(lambda s, k: env_step(s, k, True), state, keys)
+        opponent_params = None
+        if config.opponent_pool:
+            ring = opponent_pool.snapshot(pool, state.carry.pool, state.agent_state.params)
+            opponent_params = opponent_pool.opponents(pool, ring, state.agent_state.params)
+            state = state.replace(carry=state.carry._replace(pool=ring))
+        state, (rollout, stats) = jax.lax.scan(
+            lambda s, k: env_step(s, k, True, opponent_params), state, keys
+        )
         agent_state, agent_metrics = agent.update(state.agent_state, rollout, update_key)
+        if config.opponent_pool:
+            ring = state.carry.pool.replace(iterations=state.carry.pool.iterations + 1)
+            state = state.replace(carry=state.carry._replace(pool=ring))
         stats = {k: v.sum(axis=0) for k, v in stats.items()}
         games = stats["episodes"]
         metrics = {k: stats[k] for k in ("episodes", "episode_return_sum", "episode_length_sum")}

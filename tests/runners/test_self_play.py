@@ -29,27 +29,28 @@ N = 2
 MOVES = 3  # player 0, player 1, player 0: player 1 does not move last
 
 
-def make_game(num_envs=N):
-    """A scripted turn-based game: player 0 moves first, players alternate, the game
-    terminates after ``MOVES`` moves. Move ``t`` (0-based) pays ``t + 1`` to the mover and
-    ``100 (t + 1)`` to the other player, plus ``1000 a`` to the mover for action ``a``.
+def make_game(num_envs=N, num_actions=2):
+    """A scripted turn-based game of ``num_actions`` actions: player 0 moves first,
+    players alternate, the game terminates after ``MOVES`` moves. Move ``t`` (0-based)
+    pays ``t + 1`` to the mover and ``100 (t + 1)`` to the other player, plus ``1000 a``
+    to the mover for action ``a``.
     ``obs["obs"]`` is ``[t, games started, env index]`` (the runner calls ``act`` per env,
     so the env index travels in the observation)."""
     spec = EnvSpec(
         "scripted",
         (3,),
         "float32",
-        Discrete(2),
+        Discrete(num_actions),
         num_envs,
         MOVES,
-        (ArraySpec(ACTION_MASK, (2,), "bool"),),
+        (ArraySpec(ACTION_MASK, (num_actions,), "bool"),),
         num_players=2,
         turn_based=True,
     )
 
     def observe(t, games):
         obs = jnp.stack([t, games, jnp.arange(num_envs)], -1).astype(jnp.float32)
-        return {OBS: obs, ACTION_MASK: jnp.ones((num_envs, 2), bool)}
+        return {OBS: obs, ACTION_MASK: jnp.ones((num_envs, num_actions), bool)}
 
     def timestep(t, games, reward, terminated, final_obs, returns, lengths):
         info = {
