@@ -89,7 +89,8 @@ class PoolLayout(NamedTuple):
             raise ConfigError(
                 f"run.opponent_pool {size} with run.opponent_envs {fraction} gives {envs} of "
                 f"{num_envs} envs: they must split into {size} groups of at least {players} "
-                f"envs (a multiple of {size * players} envs; give more envs or fewer snapshots)"
+                f"envs (a multiple of {size * players}): give more envs (--num-envs) or a "
+                f"smaller --run.opponent_pool"
             )
         scripted = round(scripted_fraction * num_envs)
         if scripted_fraction and scripted < players:
