@@ -20,6 +20,11 @@ pytest.importorskip("pgx")
         (["--agent", "dqn", "--env", "connect_four"], "train it with --self-play"),
         (["--agent", "ppo", "--env", "tic_tac_toe", "--self-play"], "not 'ppo'"),
         (["--agent", "rainbow", "--env", "tic_tac_toe", "--self-play"], "--agent.n_step 1"),
+        (["--agent", "dqn", "--env", "CartPole", "--run.opponent_pool", "2"], "--self-play only"),
+        (
+            ["--agent", "rainbow", "--env", "connect_four", "--self-play", "--num-envs", "8"],
+            "give more envs (--num-envs) or a smaller --run.opponent_pool",
+        ),
     ],
 )
 def test_bad_self_play_input(argv, message, tmp_path, capsys):

@@ -130,7 +130,7 @@ def snapshot(layout: PoolLayout, pool: Pool, params: Any) -> Pool:
     return pool.replace(params=jax.lax.cond(due, write, lambda ring: ring, pool.params))
 
 
-def opponents(layout: PoolLayout, pool: Pool, params: Any) -> Any:
+def snapshot_params(layout: PoolLayout, pool: Pool, params: Any) -> Any:
     """The params each group plays with: leaves ``[M, ...]``, slot ``m`` where it has been
     written, else the current ``params`` (self-play until the ring fills)."""
     filled = jnp.arange(layout.size) < written(layout, pool)
@@ -155,7 +155,7 @@ def act(
     """``action`` ``[N]`` with the snapshots' and the scripted opponent's moves in their
     seats (module docstring).
 
-    ``opponent_params``: ``opponents(...)`` (None without snapshots); ``obs``, ``carry``:
+    ``opponent_params``: ``snapshot_params(...)`` (None without snapshots); ``obs``, ``carry``:
     leaves ``[N, ...]``; ``player`` ``[N]`` int32, the player to move; ``act_per_env``: the
     self-play runner's per-env ``act`` (``(agent, state, obs, carry, key) -> (action,
     carry, extras)``); ``scripted``: the game's ``(obs, key) -> actions`` opponent."""

@@ -33,10 +33,10 @@ first player, so with a batched ``act`` every env plays the same game (measured 
 Four with the ``connect_four-rainbow`` preset: 1,021 distinct states in 51,200 stitched
 transitions of 32 envs, benchmarks/RESULTS.md).
 
-With ``RunConfig.opponent_pool`` set, some envs have a past snapshot of the agent in one
-seat instead of the agent itself (``runners/opponent_pool.py``: fictitious self-play's
-remedy for a learner that drifts once it only meets itself); every stitched transition is
-still learned from.
+With ``RunConfig.opponent_pool`` or ``opponent_scripted`` set, some envs have a past
+snapshot of the agent, or the game's scripted opponent, in one seat instead of the agent
+itself (``runners/opponent_pool.py``: the remedies for a learner that drifts once it only
+meets itself); every stitched transition is still learned from.
 
 Evaluation plays the greedy agent against fixed opponents (``runners/matches.py``: uniform
 random, and scripted where the game is one of ``envs.games``), reported as win/draw/loss
@@ -416,7 +416,7 @@ def make_self_play_runner(
         opponent_params = None
         if config.opponent_pool:
             ring = opponent_pool.snapshot(pool, state.carry.pool, state.agent_state.params)
-            opponent_params = opponent_pool.opponents(pool, ring, state.agent_state.params)
+            opponent_params = opponent_pool.snapshot_params(pool, ring, state.agent_state.params)
             state = state.replace(carry=state.carry._replace(pool=ring))
         state, (rollout, stats) = jax.lax.scan(
             lambda s, k: env_step(s, k, True, opponent_params), state, keys

@@ -40,7 +40,7 @@ def test_ring_against_reference():
     for j in range(9):
         current = {"w": jnp.full((3,), j, jnp.int32)}
         pool = opponent_pool.snapshot(layout, pool, current)
-        played = np.asarray(opponent_pool.opponents(layout, pool, current)["w"])
+        played = np.asarray(opponent_pool.snapshot_params(layout, pool, current)["w"])
         want = [j if v is None else v for v in expected[j]]
         np.testing.assert_array_equal(played, np.repeat(np.asarray(want)[:, None], 3, 1))
         assert int(opponent_pool.written(layout, pool)) == sum(v is not None for v in expected[j])
