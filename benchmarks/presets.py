@@ -38,7 +38,7 @@ import jax
 import numpy as np
 
 from jaxrl import stats
-from jaxrl.experiment.config import load_yaml, merge, presets, resolve
+from jaxrl.experiment.config import load_config_file, presets, resolve
 from jaxrl.experiment.driver import compile_chunk, compile_evaluate, final_returns
 from jaxrl.experiment.setup import Launch, build_setup
 from jaxrl.plot import plot
@@ -76,6 +76,11 @@ ANCHORS = {
     "minatar-pqn": "no published 1M-step figure (purejaxql's MinAtar runs are 10M steps); "
     "minatar-dqn 15.5 [13.5, 17.15] over 3 seeds (RESULTS.md, session 12)",
     "cartpole-iqn": "no published IQN CartPole-v1 figure; RL Zoo qrdqn 500.0 +- 0.0 (50k steps)",
+    "cartpole-a3c": "no published A3C CartPole-v1 figure; RL Zoo a2c 500.0 +- 0.0 (500k steps)",
+    "cartpole-apex_dqn": "no published Ape-X CartPole-v1 figure; RL Zoo dqn 500.0 +- 0.0 "
+    "(50k steps)",
+    "pendulum-apex_ddpg": "no published Ape-X DDPG Pendulum figure; RL Zoo ddpg -152.1 +- 94.3 "
+    "(Pendulum-v0, 20k steps)",
 }
 
 
@@ -85,10 +90,7 @@ def preset_config(
     """The resolved config of preset ``name``, on the preset's env: the one it names, else
     its family's game (``FAMILY_GAMES``), else the default env. ``run.stop_return`` is
     off (the whole budget runs), then the dotted ``overrides`` apply."""
-    data = load_yaml(presets()[name])
-    if data.get("preset"):
-        data = merge(load_yaml(presets()[data["preset"]]), data)
-    env = data.get("env", {})
+    env = load_config_file(presets()[name]).get("env", {})
     game = env.get("name") or FAMILY_GAMES.get(env.get("family"))
     overrides = {"run.stop_return": None, **(overrides or {})}
     return resolve(config_file=str(presets()[name]), env=game, steps=steps, overrides=overrides)

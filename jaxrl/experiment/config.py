@@ -101,6 +101,15 @@ def load_preset(name: str) -> dict[str, Any]:
     return load_yaml(path)
 
 
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """The YAML file at ``path`` with the preset it names (``preset: cartpole-dqn``), if any,
+    merged under it (the file wins, section by section)."""
+    data = load_yaml(path)
+    if data.get("preset"):
+        data = merge(load_preset(data["preset"]), data)
+    return data
+
+
 ANY_FAMILY = "*"
 
 
@@ -170,9 +179,7 @@ def resolve(
     """
     base: dict[str, Any] = {}
     if config_file is not None:
-        base = load_yaml(config_file)
-        if base.get("preset"):
-            base = merge(load_preset(base["preset"]), base)
+        base = load_config_file(config_file)
     agent_name = agent or base.get("agent", {}).get("name") or "dqn"
     env_name = envs.canonical_name(env or base.get("env", {}).get("name") or "CartPole-v1")
     if config_file is None:

@@ -140,16 +140,13 @@ def test_presets_benchmark_judges_each_preset_on_an_env_of_its_own():
     it on a game of that family with the preset's env options, not on the default env."""
     module = presets_benchmark()
     from jaxrl import envs
-    from jaxrl.experiment.config import load_yaml, presets
+    from jaxrl.experiment.config import load_config_file, presets
 
     checked = []
     for name, path in presets().items():
         if name.startswith(module.NOT_VMAPPABLE):
             continue
-        data = load_yaml(path)
-        if data.get("preset"):
-            data = {**load_yaml(presets()[data["preset"]]), **data}
-        family = data.get("env", {}).get("family")
+        family = load_config_file(path).get("env", {}).get("family")
         if family in (None, "*"):
             continue
         cfg = module.preset_config(name)
