@@ -40,6 +40,7 @@ from jaxrl.runners.self_play import (
     act_per_env,
     empty_pending,
     game_runner,
+    game_stats,
     pop,
     push,
     stitch,
@@ -196,15 +197,7 @@ def _make_round(agents: tuple[Agent, ...], env: Env):
             last[due] = out
         seats = Seats(ts.info["current_player"], pending, tuple(queues), tuple(last))
         state = state.replace(env_state=env_state, obs=ts.obs, carry=seats)
-        returns = ts.info["episode_return"]  # [N, P]
-        stats = {
-            "episodes": done.sum(),
-            "episode_return_sum": jnp.where(done, returns[:, 0], 0.0).sum(),
-            "episode_length_sum": jnp.where(done, ts.info["episode_length"], 0).sum(),
-            "player_return_sum": jnp.where(done[:, None], returns, 0.0).sum(axis=0),
-            "underflows": underflow.sum(),
-            "drops": jnp.stack(drops),
-        }
+        stats = {**game_stats(done, ts.info, underflow), "drops": jnp.stack(drops)}
         return state, (out, stats)
 
     def round_(state: RunnerState, key: PRNGKey):

@@ -200,6 +200,20 @@ def act_per_env(
     return jax.vmap(act)(obs, carry, jax.random.split(key, num_envs))
 
 
+def game_stats(done: jax.Array, info: dict[str, Any], underflow: jax.Array) -> dict:
+    """One step's sums over the ``[N]`` envs of a game: ``episodes``, player 0's
+    ``episode_return_sum``, ``episode_length_sum``, ``player_return_sum`` ``[P]`` (from
+    ``info["episode_return"]`` ``[N, P]``, counted where ``done``) and ``underflows``."""
+    returns = info["episode_return"]
+    return {
+        "episodes": done.sum(),
+        "episode_return_sum": jnp.where(done, returns[:, 0], 0.0).sum(),
+        "episode_length_sum": jnp.where(done, info["episode_length"], 0).sum(),
+        "player_return_sum": jnp.where(done[:, None], returns, 0.0).sum(axis=0),
+        "underflows": underflow.sum(),
+    }
+
+
 def check_self_play(agent: Agent, env: Env) -> None:
     """ConfigError unless ``env`` is a turn-based game and ``agent`` keeps no carry."""
     spec = env.spec
@@ -384,15 +398,7 @@ def make_self_play_runner(
         )
         carry = Stitch(agent_carry, ts.info["current_player"], pending, queue, carry.pool)
         state = state.replace(env_state=env_state, obs=ts.obs, carry=carry)
-        returns = ts.info["episode_return"]  # [N, P]
-        stats = {
-            "episodes": done.sum(),
-            "episode_return_sum": jnp.where(done, returns[:, 0], 0.0).sum(),
-            "episode_length_sum": jnp.where(done, ts.info["episode_length"], 0).sum(),
-            "player_return_sum": jnp.where(done[:, None], returns, 0.0).sum(axis=0),
-            "underflows": underflow.sum(),
-        }
-        return state, (out, stats)
+        return state, (out, game_stats(done, ts.info, underflow))
 
     def init(key: PRNGKey, hparams: Any = None) -> RunnerState:
         key, agent_key, env_key, warm_key = jax.random.split(key, 4)
