@@ -100,15 +100,17 @@ def run_preset(
     name: str, seeds: int, steps: int | None, group: int, overrides: dict | None = None
 ) -> dict[str, Any]:
     """Trains preset ``name`` (with dotted ``overrides`` such as ``{"agent.loss": "mse"}``)
-    as ``seeds`` members in groups of ``group``; per-member results and the times."""
+    as ``seeds`` members (seeds ``run.seed`` to ``run.seed + seeds - 1``) in groups of
+    ``group``; per-member results and the times."""
     cfg = preset_config(name, steps, overrides)
     target = TARGETS.get(cfg["env"]["name"])
     finals, solves, aucs, curves = [], [], [], []
     compile_time = run_time = 0.0
     start = time.perf_counter()
+    first_seed = cfg["run"]["seed"]  # 0 unless overridden (``run.seed``: held-out seeds)
     for first in range(0, seeds, group):
         size = min(group, seeds - first)
-        cfg["run"]["seed"] = first
+        cfg["run"]["seed"] = first_seed + first
         setup = build_setup(cfg, Launch(seeds=size))
         t0 = time.perf_counter()
         state = setup.init_state()
