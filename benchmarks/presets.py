@@ -1,7 +1,8 @@
 """Every preset judged over K vmapped seeds: the interquartile mean of its final return.
 
     python benchmarks/presets.py [--presets cartpole-dqn ...] [--seeds 32] [--steps N]
-        [--group G] [--out-dir benchmarks/presets] [--results benchmarks/RESULTS.md]
+        [--group G] [--group-dir DIR] [--out-dir benchmarks/presets]
+        [--results benchmarks/RESULTS.md]
 
 Each preset (``configs/presets``) runs as one program of K members (``--seeds``; the
 ``--seeds K`` program of ``python -m jaxrl.train``, in groups of ``--group`` members where
@@ -15,7 +16,10 @@ to ``--results``: the IQM of the final returns with its 95% stratified-bootstrap
 (``jaxrl.stats``, Agarwal et al. 2021), the fraction of members at or above the target at
 the end, the median first-solve step, wall and compile time, and the published anchor
 with its source; and a plot of the IQM evaluation curve with its 95% bootstrap band
-(``jaxrl.plot``) and the per-member numbers (JSON) in ``--out-dir``.
+(``jaxrl.plot``) and the per-member numbers (JSON) in ``--out-dir``. With ``--group-dir``
+each finished group's numbers are kept there and a group already there is read instead of
+run: a table longer than one sitting (32 Pendulum TD3 members, MinAtar at 1M steps) is
+finished by running the same command again (wall and compile times are the groups' sums).
 
 Targets: CartPole 475 (solved, as ``stop_return``), Acrobot -100, Pendulum -200 (issue
 21's goals); MinAtar has none. Atari and MuJoCo presets need a GPU or host envs that
@@ -26,6 +30,7 @@ cannot be vmapped over seeds: listed as not run. A preset name that does not exi
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -97,66 +102,107 @@ def preset_config(
 
 
 def run_preset(
-    name: str, seeds: int, steps: int | None, group: int, overrides: dict | None = None
+    name: str,
+    seeds: int,
+    steps: int | None,
+    group: int,
+    overrides: dict | None = None,
+    group_dir: str | Path | None = None,
 ) -> dict[str, Any]:
     """Trains preset ``name`` (with dotted ``overrides`` such as ``{"agent.loss": "mse"}``)
     as ``seeds`` members (seeds ``run.seed`` to ``run.seed + seeds - 1``) in groups of
-    ``group``; per-member results and the times."""
+    ``group``; per-member results and the times. With ``group_dir``, each finished group is
+    written there (``group_file``) and a group found there is read instead of run, so a
+    table too long for one sitting is finished by the same call made again."""
     cfg = preset_config(name, steps, overrides)
     target = TARGETS.get(cfg["env"]["name"])
-    finals, solves, aucs, curves = [], [], [], []
-    compile_time = run_time = 0.0
-    start = time.perf_counter()
+    groups = []
     first_seed = cfg["run"]["seed"]  # 0 unless overridden (``run.seed``: held-out seeds)
     for first in range(0, seeds, group):
         size = min(group, seeds - first)
         cfg["run"]["seed"] = first_seed + first
-        setup = build_setup(cfg, Launch(seeds=size))
-        t0 = time.perf_counter()
-        state = setup.init_state()
-        run_chunk = compile_chunk(setup.runner, state)
-        compile_time += time.perf_counter() - t0
-        steps_seen, evals = [], []
-        t0 = time.perf_counter()
-        for _ in range(setup.runner.num_chunks):
-            state, metrics = run_chunk(state)
-            metrics = jax.device_get(metrics)
-            last = np.asarray(metrics["eval_return"]).reshape(size, -1)[:, -1]
-            if np.isfinite(last).all():
-                steps_seen.append(int(np.asarray(metrics["step"]).reshape(size, -1)[0, -1]))
-                evals.append(last)
-        jax.block_until_ready(state)
-        run_time += time.perf_counter() - t0
-        _, eval_key = setup.keys()
-        t0 = time.perf_counter()
-        evaluate = compile_evaluate(setup.runner, state.agent_state, eval_key)
-        compile_time += time.perf_counter() - t0
-        episodes = setup.run_config.eval_episodes
-        group_finals = final_returns(evaluate, state.agent_state, eval_key, size, episodes)
-        curve = np.stack(evals, axis=1) if evals else np.zeros((size, 0))
-        for m in range(size):
-            finals.append(float(group_finals[m].mean()))
-            reached = [
-                s for s, v in zip(steps_seen, curve[m], strict=True) if target and v >= target
-            ]
-            solves.append(reached[0] if reached else None)
-            aucs.append(area_under(steps_seen, curve[m]))
-            curves.append(curve[m])
+        path = None if group_dir is None else group_file(group_dir, name, cfg, size)
+        if path is not None and path.exists():
+            saved = json.loads(path.read_text())
+            groups.append({**saved, "curves": np.asarray(saved["curves"]).reshape(size, -1)})
+            continue
+        result = run_group(cfg, size, target)
+        groups.append(result)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            kept = {k: v for k, v in result.items() if k not in ("agent", "agent_state")}
+            path.write_text(json.dumps({**kept, "curves": result["curves"].tolist()}))
+    cfg["run"]["seed"] = first_seed
     return dict(
         name=name,
         cfg=cfg,
         target=target,
-        finals=np.asarray(finals),
+        finals=np.concatenate([g["finals"] for g in groups]),
+        solves=[s for g in groups for s in g["solves"]],
+        aucs=np.concatenate([g["aucs"] for g in groups]),
+        steps=np.asarray(groups[-1]["steps"]),
+        curves=np.concatenate([g["curves"] for g in groups]),
+        episodes=groups[-1]["episodes"],
+        compile=sum(g["compile"] for g in groups),
+        run=sum(g["run"] for g in groups),
+        wall=sum(g["wall"] for g in groups),
+        agent=groups[-1].get("agent"),
+        agent_state=groups[-1].get("agent_state"),  # the last group's members, if run
+    )
+
+
+def group_file(group_dir: str | Path, name: str, cfg: dict[str, Any], size: int) -> Path:
+    """Where ``run_preset`` keeps one group's results: named by the preset, the group's
+    first seed and size, and a digest of the resolved config (another config, another
+    file)."""
+    digest = hashlib.sha256(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()
+    return Path(group_dir) / f"{name}-seed{cfg['run']['seed']}x{size}-{digest[:12]}.json"
+
+
+def run_group(cfg: dict[str, Any], size: int, target: float | None) -> dict[str, Any]:
+    """One program of ``size`` members (seeds ``cfg["run"]["seed"]`` on): per member the
+    final greedy return, first-solve step and area under the curve; the evaluation curves
+    ``[size, evaluations]``, and the compile, run and wall seconds."""
+    start = time.perf_counter()
+    setup = build_setup(cfg, Launch(seeds=size))
+    t0 = time.perf_counter()
+    state = setup.init_state()
+    run_chunk = compile_chunk(setup.runner, state)
+    compile_time = time.perf_counter() - t0
+    steps_seen, evals = [], []
+    t0 = time.perf_counter()
+    for _ in range(setup.runner.num_chunks):
+        state, metrics = run_chunk(state)
+        metrics = jax.device_get(metrics)
+        last = np.asarray(metrics["eval_return"]).reshape(size, -1)[:, -1]
+        if np.isfinite(last).all():
+            steps_seen.append(int(np.asarray(metrics["step"]).reshape(size, -1)[0, -1]))
+            evals.append(last)
+    jax.block_until_ready(state)
+    run_time = time.perf_counter() - t0
+    _, eval_key = setup.keys()
+    t0 = time.perf_counter()
+    evaluate = compile_evaluate(setup.runner, state.agent_state, eval_key)
+    compile_time += time.perf_counter() - t0
+    episodes = setup.run_config.eval_episodes
+    finals = final_returns(evaluate, state.agent_state, eval_key, size, episodes)
+    curves = np.stack(evals, axis=1) if evals else np.zeros((size, 0))
+    solves = []
+    for m in range(size):
+        reached = [s for s, v in zip(steps_seen, curves[m], strict=True) if target and v >= target]
+        solves.append(reached[0] if reached else None)
+    return dict(
+        finals=[float(finals[m].mean()) for m in range(size)],
         solves=solves,
-        aucs=np.asarray(aucs),
-        steps=np.asarray(steps_seen),
-        curves=np.stack(curves),
-        episodes=int(group_finals.shape[1]),
+        aucs=[area_under(steps_seen, curves[m]) for m in range(size)],
+        steps=steps_seen,
+        curves=curves,
+        episodes=int(finals.shape[1]),
         compile=compile_time,
         run=run_time,
         wall=time.perf_counter() - start,
         agent=setup.agent,
-        agent_state=state.agent_state,  # the last group's members
+        agent_state=state.agent_state,
     )
 
 
@@ -206,6 +252,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=32)
     parser.add_argument("--steps", type=int, help="cut every preset's budget to this")
     parser.add_argument("--group", type=int, help="members per program (default: all)")
+    parser.add_argument(
+        "--group-dir",
+        help="keep each finished group here; a group found here is read, not run again",
+    )
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "presets"))
     parser.add_argument("--results", default=str(RESULTS), help="Markdown file appended to")
     parser.add_argument("--label", default="", help="a note for the RESULTS section title")
@@ -228,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         results = []
         print(HEADER, flush=True)
         for name in names:
-            r = run_preset(name, args.seeds, args.steps, group)
+            r = run_preset(name, args.seeds, args.steps, group, group_dir=args.group_dir)
             results.append(r)
             print(table_row(r), flush=True)
             Path(args.out_dir).mkdir(parents=True, exist_ok=True)
