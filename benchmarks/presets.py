@@ -1,7 +1,7 @@
 """Every preset judged over K vmapped seeds: the interquartile mean of its final return.
 
     python benchmarks/presets.py [--presets cartpole-dqn ...] [--seeds 32] [--steps N]
-        [--group G] [--group-dir DIR] [--out-dir benchmarks/presets]
+        [--group G] [--group-dir DIR] [--env GAME] [--out-dir benchmarks/presets]
         [--results benchmarks/RESULTS.md]
 
 Each preset (``configs/presets``) runs as one program of K members (``--seeds``; the
@@ -20,6 +20,8 @@ with its source; and a plot of the IQM evaluation curve with its 95% bootstrap b
 each finished group's numbers are kept there and a group already there is read instead of
 run: a table longer than one sitting (32 Pendulum TD3 members, MinAtar at 1M steps) is
 finished by running the same command again (wall and compile times are the groups' sums).
+``--env`` trains the presets on another game (a family preset on another game of its
+family: ``--presets minatar-dqn --env MinAtar-Asterix``), in rows and files of their own.
 
 Targets: CartPole 475 (solved, as ``stop_return``), Acrobot -100, Pendulum -200 (issue
 21's goals); MinAtar has none. Atari and MuJoCo presets need a GPU or host envs that
@@ -90,13 +92,14 @@ ANCHORS = {
 
 
 def preset_config(
-    name: str, steps: int | None = None, overrides: dict | None = None
+    name: str, steps: int | None = None, overrides: dict | None = None, env: str | None = None
 ) -> dict[str, Any]:
-    """The resolved config of preset ``name``, on the preset's env: the one it names, else
-    its family's game (``FAMILY_GAMES``), else the default env. ``run.stop_return`` is
-    off (the whole budget runs), then the dotted ``overrides`` apply."""
-    env = load_config_file(presets()[name]).get("env", {})
-    game = env.get("name") or FAMILY_GAMES.get(env.get("family"))
+    """The resolved config of preset ``name``, on ``env`` if given, else the preset's env:
+    the one it names, else its family's game (``FAMILY_GAMES``), else the default env.
+    ``run.stop_return`` is off (the whole budget runs), then the dotted ``overrides``
+    apply."""
+    section = load_config_file(presets()[name]).get("env", {})
+    game = env or section.get("name") or FAMILY_GAMES.get(section.get("family"))
     overrides = {"run.stop_return": None, **(overrides or {})}
     return resolve(config_file=str(presets()[name]), env=game, steps=steps, overrides=overrides)
 
@@ -108,13 +111,14 @@ def run_preset(
     group: int,
     overrides: dict | None = None,
     group_dir: str | Path | None = None,
+    env: str | None = None,
 ) -> dict[str, Any]:
     """Trains preset ``name`` (with dotted ``overrides`` such as ``{"agent.loss": "mse"}``)
     as ``seeds`` members (seeds ``run.seed`` to ``run.seed + seeds - 1``) in groups of
     ``group``; per-member results and the times. With ``group_dir``, each finished group is
     written there (``group_file``) and a group found there is read instead of run, so a
     table too long for one sitting is finished by the same call made again."""
-    cfg = preset_config(name, steps, overrides)
+    cfg = preset_config(name, steps, overrides, env)
     target = TARGETS.get(cfg["env"]["name"])
     groups = []
     first_seed = cfg["run"]["seed"]  # 0 unless overridden (``run.seed``: held-out seeds)
@@ -251,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--presets", nargs="+", metavar="NAME")
     parser.add_argument("--seeds", type=int, default=32)
     parser.add_argument("--steps", type=int, help="cut every preset's budget to this")
+    parser.add_argument("--env", help="train every preset on this env (e.g. MinAtar-Asterix)")
     parser.add_argument("--group", type=int, help="members per program (default: all)")
     parser.add_argument(
         "--group-dir",
@@ -274,11 +279,15 @@ def main(argv: list[str] | None = None) -> int:
                 f"preset '{skipped[0]}' cannot run as one vmapped program on this machine "
                 "(host or foreign-call envs); run its seeds as separate jobs"
             )
+        for name in names:  # a bad --env is one line before anything runs
+            preset_config(name, args.steps, env=args.env)
         group = args.group or args.seeds
         results = []
         print(HEADER, flush=True)
         for name in names:
-            r = run_preset(name, args.seeds, args.steps, group, group_dir=args.group_dir)
+            r = run_preset(name, args.seeds, args.steps, group, None, args.group_dir, args.env)
+            if args.env:  # another game than the preset's: its own row, files and no anchor
+                name = r["name"] = f"{name}-{r['cfg']['env']['name']}"
             results.append(r)
             print(table_row(r), flush=True)
             Path(args.out_dir).mkdir(parents=True, exist_ok=True)

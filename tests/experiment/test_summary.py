@@ -113,6 +113,7 @@ def test_seeds_beyond_memory_exit_2_with_one_line(tmp_path, capsys, monkeypatch)
         (["--presets", "cartpole-nosuch"], "unknown preset 'cartpole-nosuch'; available: "),
         (["--seeds", "0"], "--seeds must be >= 1, got 0"),
         (["--presets", "atari-dqn"], "cannot run as one vmapped program"),
+        (["--presets", "minatar-dqn", "--env", "MinAtar-Nosuch"], "unknown env 'MinAtar-Nosuch'"),
     ],
 )
 def test_presets_benchmark_mistakes_exit_2(tmp_path, capsys, argv, fragment):
@@ -157,6 +158,9 @@ def test_presets_benchmark_judges_each_preset_on_an_env_of_its_own():
     assert {"minatar-dqn", "minatar-pqn", "minatar-rainbow"} <= set(checked)
     cfg = module.preset_config("minatar-pqn")
     assert cfg["env"]["num_envs"] == 32 and cfg["agent"]["epsilon_decay_steps"] == 100_000
+    other = module.preset_config("minatar-pqn", env="MinAtar-Asterix")  # --env
+    assert other["env"] == {**cfg["env"], "name": "MinAtar-Asterix"}
+    assert other["agent"] == cfg["agent"]
 
 
 def test_presets_benchmark_groups_resume_from_their_files(tmp_path, monkeypatch):
