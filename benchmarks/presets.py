@@ -135,7 +135,9 @@ def run_preset(
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             kept = {k: v for k, v in result.items() if k not in ("agent", "agent_state")}
-            path.write_text(json.dumps({**kept, "curves": result["curves"].tolist()}))
+            partial = path.with_suffix(".partial")  # a stop mid-write leaves no bad group
+            partial.write_text(json.dumps({**kept, "curves": result["curves"].tolist()}))
+            partial.replace(path)
     cfg["run"]["seed"] = first_seed
     return dict(
         name=name,
