@@ -18,7 +18,9 @@ N, SHARDS, ROWS, BATCH, BATCHES = 8, 4, 8, 256, 200  # 64 items, 51,200 draws
 
 SCRIPT = f"""
 import json, os
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+)
 import jax, jax.numpy as jnp, numpy as np
 from jax.sharding import Mesh
 from jaxrl.buffers import PriorityParams, make_sharded_prioritized_replay, sum_tree

@@ -28,7 +28,9 @@ TINY = [
 ONE_PROCESS = textwrap.dedent(
     """
     import json, os
-    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+    )
     import jax, numpy as np
     from jaxrl.experiment.run import restore
     from jaxrl.train import main as train
@@ -60,7 +62,7 @@ def _launch(argv: list[str], logdir: Path) -> subprocess.CompletedProcess:
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
-        "XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+        "XLA_FLAGS": os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2",
     }
     command = [sys.executable, "-m", "jaxrl.launch", "--processes", "2", "--timeout", "120"]
     command += ["--", sys.executable, "-m", "jaxrl.train", *argv]

@@ -13,7 +13,9 @@ from tests.device_script import run_script
 SCRIPT = textwrap.dedent(
     """
     import json, os, sys
-    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+    )
     import jax, numpy as np
     from jaxrl.experiment import checkpoint
     from jaxrl.experiment.run import build

@@ -4,6 +4,7 @@ single run with the same key and learning rate, and the same program sharded ove
 devices giving the same curves."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -155,9 +156,8 @@ def test_sharded_over_four_devices_equals_one_device(tmp_path, sweep_run):
         print("RUN", run)
         """
     )
-    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
-    import os
-
+    flags = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+    env = {"XLA_FLAGS": flags}
     done = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path)],
         env={**os.environ, **env},

@@ -62,7 +62,9 @@ CASES = textwrap.dedent(
 SCRIPT = (
     """
 import json, os
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+)
 """
     + CASES
     + textwrap.dedent(
@@ -111,7 +113,9 @@ os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
 TWO_PROCESSES = (
     """
 import json, os, sys
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
+)
 import jax
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 jax.distributed.initialize(os.environ["COORDINATOR"], 2, int(sys.argv[1]),

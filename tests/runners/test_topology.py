@@ -94,7 +94,9 @@ def test_train_with_a_peer_that_never_joins_exits_2_writing_nothing(tmp_path, ca
 
 JOIN = """
 import os, sys
-os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
+os.environ["XLA_FLAGS"] = (
+    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
+)
 import jax
 from jaxrl.runners.topology import Topology, join
 topology = Topology.from_env()
