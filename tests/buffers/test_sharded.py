@@ -18,9 +18,6 @@ N, SHARDS, ROWS, BATCH, BATCHES = 8, 4, 8, 256, 200  # 64 items, 51,200 draws
 
 SCRIPT = f"""
 import json, os
-os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
-)
 import jax, jax.numpy as jnp, numpy as np
 from jax.sharding import Mesh
 from jaxrl.buffers import PriorityParams, make_sharded_prioritized_replay, sum_tree
@@ -100,7 +97,7 @@ print("RESULT " + json.dumps(out))
 
 @pytest.fixture(scope="module")
 def four(tmp_path_factory):
-    out, stderr = run_script(SCRIPT, tmp_path_factory.mktemp("sharded"), "four.py")
+    out, stderr = run_script(SCRIPT, tmp_path_factory.mktemp("sharded"), "four.py", devices=4)
     out["stderr"] = stderr
     return out
 

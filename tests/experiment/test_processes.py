@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.device_script import ROOT, run_script
+from tests.device_script import fake_devices_env, run_script
 
 TINY = [
     *("--agent", "ppo", "--env", "CartPole", "--num-envs", "8", "--agent.hidden_sizes", "[16]"),
@@ -28,9 +28,6 @@ TINY = [
 ONE_PROCESS = textwrap.dedent(
     """
     import json, os
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
-    )
     import jax, numpy as np
     from jaxrl.experiment.run import restore
     from jaxrl.train import main as train
@@ -59,11 +56,7 @@ ONE_PROCESS = textwrap.dedent(
 
 
 def _launch(argv: list[str], logdir: Path) -> subprocess.CompletedProcess:
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "XLA_FLAGS": os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2",
-    }
+    env = fake_devices_env(2)
     command = [sys.executable, "-m", "jaxrl.launch", "--processes", "2", "--timeout", "120"]
     command += ["--", sys.executable, "-m", "jaxrl.train", *argv]
     return subprocess.run(command, capture_output=True, text=True, env=env, cwd=logdir)
@@ -78,7 +71,8 @@ def runs(tmp_path_factory):
     written = sorted(p.name for p in run.iterdir())
     resumed = _launch(["--resume", str(run), "--steps", "1536"], out)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    result, _ = run_script(ONE_PROCESS.replace("TINY_JSON", json.dumps(TINY)), out, "one.py")
+    one_process = ONE_PROCESS.replace("TINY_JSON", json.dumps(TINY))
+    result, _ = run_script(one_process, out, "one.py", devices=4)
     return out, written, first, resumed, result
 
 

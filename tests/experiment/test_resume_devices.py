@@ -13,9 +13,6 @@ from tests.device_script import run_script
 SCRIPT = textwrap.dedent(
     """
     import json, os, sys
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
-    )
     import jax, numpy as np
     from jaxrl.experiment import checkpoint
     from jaxrl.experiment.run import build
@@ -70,7 +67,7 @@ SCRIPT = textwrap.dedent(
 
 @pytest.fixture(scope="module")
 def resumed(tmp_path_factory):
-    return run_script(SCRIPT, tmp_path_factory.mktemp("resume_devices"), "resume.py")
+    return run_script(SCRIPT, tmp_path_factory.mktemp("resume_devices"), "resume.py", devices=4)
 
 
 def test_a_checkpoint_reads_back_equal_on_another_device_count(resumed):

@@ -4,7 +4,6 @@ single run with the same key and learning rate, and the same program sharded ove
 devices giving the same curves."""
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -18,6 +17,7 @@ from jaxrl.agents.rainbow import RainbowHparams
 from jaxrl.experiment.sweep import check_sweep, grid, member_hparams, parse_sweep
 from jaxrl.train import main
 from jaxrl.types import ConfigError
+from tests.device_script import fake_devices_env
 
 TINY_DQN = [
     "--agent", "dqn", "--env", "CartPole", "--num-envs", "4", "--steps", "512",
@@ -156,11 +156,9 @@ def test_sharded_over_four_devices_equals_one_device(tmp_path, sweep_run):
         print("RUN", run)
         """
     )
-    flags = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
-    env = {"XLA_FLAGS": flags}
     done = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path)],
-        env={**os.environ, **env},
+        env=fake_devices_env(4),
         capture_output=True,
         text=True,
     )

@@ -7,17 +7,15 @@ The 4-device program runs in a subprocess: the CPU device count is fixed when JA
 (``--xla_force_host_platform_device_count``)."""
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from jaxrl.runners.devices import env_mesh
 from jaxrl.types import ConfigError
-from tests.device_script import run_script
+from tests.device_script import fake_devices_env, run_script
 
 # The runner of each case, shared by the one-process and the two-process programs.
 CASES = textwrap.dedent(
@@ -62,9 +60,6 @@ CASES = textwrap.dedent(
 SCRIPT = (
     """
 import json, os
-os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
-)
 """
     + CASES
     + textwrap.dedent(
@@ -113,9 +108,6 @@ os.environ["XLA_FLAGS"] = (
 TWO_PROCESSES = (
     """
 import json, os, sys
-os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
-)
 import jax
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 jax.distributed.initialize(os.environ["COORDINATOR"], 2, int(sys.argv[1]),
@@ -137,7 +129,7 @@ jax.distributed.initialize(os.environ["COORDINATOR"], 2, int(sys.argv[1]),
 
 @pytest.fixture(scope="module")
 def four_devices(tmp_path_factory):
-    return run_script(SCRIPT, tmp_path_factory.mktemp("devices"), "four.py")[0]
+    return run_script(SCRIPT, tmp_path_factory.mktemp("devices"), "four.py", devices=4)[0]
 
 
 @pytest.mark.parametrize("agent", ["ppo", "dqn", "impala"])
@@ -195,8 +187,7 @@ def free_port() -> int:
 def test_two_processes_of_two_devices_equal_one_process_of_four(four_devices, tmp_path):
     script = tmp_path / "two.py"
     script.write_text(TWO_PROCESSES)
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(root), "COORDINATOR": f"127.0.0.1:{free_port()}"}
+    env = fake_devices_env(2, COORDINATOR=f"127.0.0.1:{free_port()}")
     procs = [
         subprocess.Popen(
             [sys.executable, str(script), str(i)],

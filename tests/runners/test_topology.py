@@ -3,19 +3,16 @@ through when every process comes and turns a missing peer, a silent coordinator 
 given twice into one line within the deadline; ``jaxrl.train`` with a peer that never
 joins exits 2 writing nothing; two launched processes form one JAX runtime."""
 
-import os
 import subprocess
 import sys
 import threading
-from pathlib import Path
 
 import pytest
 
 from jaxrl.launch import environments, free_port
 from jaxrl.runners.topology import Topology, rendezvous
 from jaxrl.types import ConfigError
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.device_script import fake_devices_env
 
 
 def run_all(ids, num_processes, timeout=5.0):
@@ -94,9 +91,6 @@ def test_train_with_a_peer_that_never_joins_exits_2_writing_nothing(tmp_path, ca
 
 JOIN = """
 import os, sys
-os.environ["XLA_FLAGS"] = (
-    os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
-)
 import jax
 from jaxrl.runners.topology import Topology, join
 topology = Topology.from_env()
@@ -113,7 +107,7 @@ FAIL = "import os, sys; sys.exit(3 if os.environ['JAXRL_PROCESS_ID'] == '1' else
 def test_launched_processes_form_one_runtime_and_a_failure_is_passed_on(tmp_path):
     script = tmp_path / "join.py"
     script.write_text(JOIN)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = fake_devices_env(2)
     launch = [sys.executable, "-m", "jaxrl.launch", "--processes", "2", "--timeout", "60"]
     done = subprocess.run(
         [*launch, "--", sys.executable, str(script)],
