@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,19 @@ def load_preset(name: str) -> dict[str, Any]:
     path = presets().get(name)
     if path is None:
         raise ConfigError(f"unknown preset '{name}'; available: {', '.join(presets())}")
+    return copy.deepcopy(_read_preset(path))
+
+
+def _read_preset(path: Path) -> dict[str, Any]:
+    """The preset file at ``path``, parsed once per version of the file (its modification
+    time and size), not copied: callers that change it copy it first. ``find_preset``
+    reads every preset on each call, and PyYAML's parser is pure Python."""
+    stat = path.stat()
+    return _parse_preset(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _parse_preset(path: Path, mtime_ns: int, size: int) -> dict[str, Any]:
     return load_yaml(path)
 
 
@@ -120,7 +134,7 @@ def find_preset(agent: str, env: str) -> str | None:
     preset for every env (``family: "*"``, e.g. the rollout shape PPO needs)."""
     by_family = by_any = None
     for name, path in presets().items():
-        data = load_yaml(path)
+        data = _read_preset(path)
         if data.get("agent", {}).get("name") != agent:
             continue
         preset_env = data.get("env", {})

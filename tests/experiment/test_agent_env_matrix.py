@@ -35,10 +35,10 @@ import pytest
 from rich.console import Console
 
 from jaxrl import agents, envs
-from jaxrl.experiment.config import resolve
+from jaxrl.experiment.config import env_kwargs, resolve
 from jaxrl.experiment.run import run_experiment
 from jaxrl.experiment.setup import Launch, build_setup
-from jaxrl.types import ConfigError, Discrete
+from jaxrl.types import ConfigError, Discrete, EnvSpec
 
 CLASSIC = [n for n in envs.available() if envs.group(n) == "classic"]
 TOY_TEXT = [n for n in envs.available() if envs.group(n) == "toy_text"]
@@ -102,10 +102,20 @@ def shrunk(agent: str, env: str) -> dict:
 
 
 @functools.cache
+def _spec(env: str, num_envs: int, options: str) -> EnvSpec:
+    """The spec of ``env`` made with ``options`` (JSON): made once per process."""
+    return envs.make(env, num_envs=num_envs, **json.loads(options)).spec
+
+
+@functools.cache
 def fits(agent: str, env: str) -> bool:
-    """Whether ``agent`` can act in ``env``'s action space (its build does not refuse it)."""
+    """Whether ``agent`` can act in ``env`` (its factory does not refuse the env's spec:
+    the refusals of ``DOES_NOT_FIT`` are raised there, before a runner is built)."""
+    cfg = resolve(agent=agent, env=env)
+    options = json.dumps(env_kwargs(cfg), sort_keys=True)
+    spec = _spec(cfg["env"]["name"], cfg["env"]["num_envs"], options)
     try:
-        build_setup(resolve(agent=agent, env=env), Launch(loggers=[]))
+        agents.make(agent, spec, **{k: v for k, v in cfg["agent"].items() if k != "name"})
     except ConfigError as e:
         if re.search(DOES_NOT_FIT, str(e)):
             return False

@@ -18,6 +18,23 @@ def test_preset_chosen_for_agent_env_pair_and_named():
     assert config.resolve(agent="random", env="CartPole")["preset"] is None
 
 
+def test_presets_are_read_once_per_version_and_handed_out_as_copies(tmp_path, monkeypatch):
+    """A preset file is parsed once while it is unchanged; an edit is read on the next
+    call; a caller that changes what ``load_preset`` returned changes no later result."""
+    monkeypatch.setattr(config, "PRESET_DIR", tmp_path)
+    path = tmp_path / "mine.yaml"
+    path.write_text("agent: {name: dqn, lr: 0.001}\nenv: {name: CartPole-v1}\n")
+    first = config.load_preset("mine")
+    first["agent"]["lr"] = 5.0
+    assert config.load_preset("mine")["agent"]["lr"] == 0.001
+    assert config.find_preset("dqn", "CartPole-v1") == "mine"
+    assert config.find_preset("dqn", "Acrobot-v1") is None
+    path.write_text("agent: {name: dqn, lr: 0.00025}\nenv: {name: Acrobot-v1}\n")
+    assert config.load_preset("mine")["agent"]["lr"] == 0.00025
+    assert config.find_preset("dqn", "Acrobot-v1") == "mine"
+    assert config.find_preset("dqn", "CartPole-v1") is None
+
+
 def test_flags_and_dotted_overrides_win_over_preset():
     cfg = config.resolve(
         agent="dqn",
