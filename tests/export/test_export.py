@@ -33,7 +33,8 @@ def reference_actions(agent, state, obs, carry):
     hparams = getattr(state, "hparams", None)
     if hparams is not None and hasattr(hparams, "eval_epsilon"):
         state = state.replace(hparams=hparams.replace(eval_epsilon=0.0 * hparams.eval_epsilon))
-    action, carry, _ = agent.act(state, obs, carry, jax.random.PRNGKey(7), False)
+    act = jax.jit(agent.act, static_argnums=4)  # one program, not one per operation
+    action, carry, _ = act(state, obs, carry, jax.random.PRNGKey(7), False)
     return np.asarray(action), carry
 
 
@@ -62,7 +63,7 @@ def assert_actions_equal(got, want):
 def test_exports_act_as_the_greedy_agent(agent_name, env_name, overrides):
     spec = envs.make(env_name, num_envs=1).spec
     agent = agents.make(agent_name, spec, **overrides)
-    state = agent.init(jax.random.PRNGKey(1))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(1))
     fn, inputs = greedy_policy(agent, state, spec, batch_size=3)
     feed = random_inputs(inputs, 3)
     carry = agent.init_carry(3)
@@ -84,7 +85,7 @@ def test_exports_act_as_the_greedy_agent(agent_name, env_name, overrides):
 def test_exported_policy_takes_the_action_mask():
     env = make_masked_env(num_envs=4)
     agent = agents.make("dqn", env.spec, hidden_sizes=[8])
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     fn, inputs = greedy_policy(agent, state, env.spec, batch_size=4)
     assert list(inputs) == ["obs", "action_mask"]
     feed = random_inputs(inputs, 4)
