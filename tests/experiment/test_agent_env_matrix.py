@@ -144,7 +144,7 @@ def run_pair(agent: str, env: str, tmp_path) -> None:
 
 
 def discrete(env: str) -> bool:
-    return isinstance(envs.make(env).spec.action_space, Discrete)
+    return isinstance(_spec(env, 1, "{}").action_space, Discrete)
 
 
 CLASSIC_DISCRETE = [e for e in CLASSIC if discrete(e)]
