@@ -74,6 +74,7 @@ def test_pretrained_decoder_reproduces_demonstrations_within_the_box(prior_sac):
     assert np.all((LOW <= action) & (action <= HIGH))
 
 
+@pytest.mark.default_codegen  # bit for bit against a differently fused program
 def test_prior_weight_zero_is_plain_sac_and_the_buffer_holds_latents(prior_sac):
     prior, state = prior_sac
     plain = agents.make("sac", SPEC, **SAC)

@@ -74,6 +74,7 @@ def test_truncation_final_obs_and_return(episode):
     np.testing.assert_array_equal(ts.info["final_obs"][:24], ts.obs[:24])
 
 
+@pytest.mark.default_codegen  # bit for bit: two layouts computed in one program
 def test_shared_layout_is_the_players_flattened(episode):
     _, _, (ts, fts, _) = episode
     flat = lambda x: x.reshape(STEPS, N * P, *x.shape[3:])

@@ -1,0 +1,21 @@
+"""The suite's compile settings (``tests/conftest.py``): a ``default_codegen`` test runs in
+a child pytest compiled with XLA:CPU's default fusion emitters; the others in this process,
+with the elemental emitters unless the caller chose."""
+
+import os
+
+import pytest
+
+from tests.conftest import EMITTERS, IN_CHILD
+
+
+@pytest.mark.default_codegen
+def test_a_default_codegen_test_runs_in_a_child_with_the_default_emitters():
+    assert os.environ.get(IN_CHILD) == "1"
+    assert EMITTERS not in os.environ["XLA_FLAGS"]
+    assert "--xla_backend_optimization_level=0" in os.environ["XLA_FLAGS"]
+
+
+def test_other_tests_run_here_with_the_suites_flags():
+    assert IN_CHILD not in os.environ
+    assert "xla_cpu_use_fusion_emitters" in os.environ["XLA_FLAGS"]
