@@ -14,7 +14,8 @@
   ``default_codegen``: it runs, whole, in a child pytest with XLA:CPU's default emitters,
   and passes or fails with it.
 
-A caller's own choice of either flag (in ``XLA_FLAGS``) is kept.
+A caller's own choice of either flag (in ``XLA_FLAGS``) is kept, except that a
+``default_codegen`` test's child never runs with the elemental emitters.
 """
 
 import os
@@ -22,11 +23,11 @@ import re
 import subprocess
 import sys
 import tempfile
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.device_script import ROOT
+
 EMITTERS = "--xla_cpu_use_fusion_emitters=false"
 IN_CHILD = "JAXRL_TEST_DEFAULT_CODEGEN"  # set in the child that runs a default_codegen test
 
