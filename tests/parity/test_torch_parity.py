@@ -4,9 +4,13 @@ RLHive, machin or Emote (all PyTorch) would write them: C51's projection and los
 squashed-Gaussian log-density (``torch.distributions`` with ``TanhTransform``), and the
 sum tree's sampling (``torch.searchsorted`` over cumulative priorities).
 
-Runs where ``pip install 'jaxrl[torch]'`` installed PyTorch; skipped otherwise (the dev
-extra does not install it: see README, "PyTorch parity").
+Runs where PyTorch is installed (the dev extra pins its CPU build; ``pip install
+'jaxrl[torch]'`` otherwise); skipped where it is not. PyTorch is imported by the module
+fixture ``torch``, not at collection (4 s that the pytest-xdist worker which does not run
+this file would spend).
 """
+
+from importlib.util import find_spec
 
 import jax
 import jax.numpy as jnp
@@ -21,16 +25,28 @@ from jaxrl.ops.q_learning import q_learning_td_error
 from jaxrl.ops.returns import gae
 from jaxrl.ops.squashed_gaussian import squashed_gaussian_log_prob
 
-torch = pytest.importorskip("torch")
-torch.set_default_dtype(torch.float64)
+pytestmark = pytest.mark.skipif(find_spec("torch") is None, reason="torch not installed")
 RNG = np.random.default_rng(0)
 
 
+@pytest.fixture(scope="module")
+def torch():
+    """PyTorch, with float64 its default dtype while this module's tests run."""
+    import torch
+
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield torch
+    torch.set_default_dtype(default)
+
+
 def t(x):
+    import torch
+
     return torch.as_tensor(np.asarray(x, np.float64))
 
 
-def test_c51_projection_and_loss():
+def test_c51_projection_and_loss(torch):
     """Bellemare et al. 2017, Algorithm 1, as PyTorch C51 code writes it (index_add_ of
     the lower and upper shares; all mass to l where l == u)."""
     b, k, v_min, v_max = 6, 11, -5.0, 5.0
@@ -59,7 +75,7 @@ def test_c51_projection_and_loss():
 
 
 @pytest.mark.parametrize("double", [False, True])
-def test_q_learning_td_error_and_huber(double):
+def test_q_learning_td_error_and_huber(double, torch):
     b, a = 8, 4
     q_taken, reward, disc = RNG.normal(size=b), RNG.normal(size=b), RNG.uniform(0, 1, b)
     next_target, next_online = RNG.normal(size=(b, a)), RNG.normal(size=(b, a))
@@ -73,7 +89,7 @@ def test_q_learning_td_error_and_huber(double):
     np.testing.assert_allclose(huber_loss(x, 1.5), want.numpy(), rtol=1e-6)
 
 
-def test_gae_with_terminations_and_truncations():
+def test_gae_with_terminations_and_truncations(torch):
     """CleanRL's backward loop, with the true next value of every step (so a truncated
     step bootstraps and a terminated one does not)."""
     steps, envs, gamma, lam = 9, 3, 0.97, 0.9
@@ -94,7 +110,7 @@ def test_gae_with_terminations_and_truncations():
     np.testing.assert_allclose(ours_ret, (advantages + t(values)).numpy(), rtol=1e-5, atol=1e-5)
 
 
-def test_ppo_clip_loss_as_cleanrl():
+def test_ppo_clip_loss_as_cleanrl(torch):
     n, clip = 64, 0.2
     new, old = RNG.normal(size=n) * 0.3, RNG.normal(size=n) * 0.3
     adv = RNG.normal(size=n)
@@ -109,7 +125,7 @@ def test_ppo_clip_loss_as_cleanrl():
     np.testing.assert_allclose(frac, clipfrac.item())
 
 
-def test_squashed_gaussian_log_prob_as_torch_distributions():
+def test_squashed_gaussian_log_prob_as_torch_distributions(torch):
     from torch.distributions import Independent, Normal, TransformedDistribution
     from torch.distributions.transforms import AffineTransform, TanhTransform
 
@@ -127,7 +143,7 @@ def test_squashed_gaussian_log_prob_as_torch_distributions():
     np.testing.assert_allclose(ours, want, rtol=1e-4, atol=1e-4)
 
 
-def test_sum_tree_draws_what_searchsorted_draws():
+def test_sum_tree_draws_what_searchsorted_draws(torch):
     """Stratified targets ``u_b = (b + U_b) / B * T``; leaf ``i`` with ``cumsum_{<i} <= u <
     cumsum_{<=i}``: ``torch.searchsorted(cumsum, u, right=True)``."""
     capacity, batch = 100, 64
