@@ -47,16 +47,41 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+# A module's default_codegen tests, run together in one child: node id -> the child's output
+# and whether the test passed there.
+_CHILD_RESULTS: dict[str, tuple[bool, str]] = {}
+
+
+def _run_in_child(item: pytest.Function) -> tuple[bool, str]:
+    """Runs every ``default_codegen`` test of ``item``'s module in one child pytest
+    without ``EMITTERS`` (one interpreter start and import for the module: the five envs
+    of ``test_classic.py`` share it), once; returns whether ``item`` passed there, and
+    the child's output. Under ``--dist loadfile`` (``make test``) a module's tests are on
+    one worker, so each module's child runs once."""
+    if item.nodeid not in _CHILD_RESULTS:
+        path = item.nodeid.split("::")[0]
+        ids = [
+            other.nodeid
+            for other in item.session.items
+            if other.nodeid.split("::")[0] == path and other.get_closest_marker("default_codegen")
+        ]
+        flags = os.environ["XLA_FLAGS"].replace(EMITTERS, "").strip()
+        env = {**os.environ, "XLA_FLAGS": flags, IN_CHILD: "1"}
+        command = [sys.executable, "-m", "pytest", *ids, "-p", "no:xdist", "-rA"]
+        command += ["-p", "no:cacheprovider", "-q", "-o", "addopts="]
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+        passed = set(re.findall(r"^PASSED (.+?)\s*$", done.stdout, re.M))
+        for nodeid in ids:
+            _CHILD_RESULTS[nodeid] = (nodeid in passed, done.stdout)
+    return _CHILD_RESULTS[item.nodeid]
+
+
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     """Runs a ``default_codegen`` test in a child pytest without ``EMITTERS`` (the same
-    test, its fixtures made there); the test passes if the child's does."""
+    test, its fixtures made there; ``_run_in_child``); the test passes if the child's
+    does."""
     if pyfuncitem.get_closest_marker("default_codegen") is None or IN_CHILD in os.environ:
         return None
-    flags = os.environ["XLA_FLAGS"].replace(EMITTERS, "").strip()
-    env = {**os.environ, "XLA_FLAGS": flags, IN_CHILD: "1"}
-    command = [sys.executable, "-m", "pytest", pyfuncitem.nodeid, "-p", "no:xdist"]
-    command += ["-p", "no:cacheprovider", "-q", "-o", "addopts="]
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-    passed = re.search(r"\b1 passed\b", done.stdout) and "skipped" not in done.stdout
-    assert done.returncode == 0 and passed, done.stdout[-4000:]
+    passed, output = _run_in_child(pyfuncitem)
+    assert passed, output[-4000:]
     return True

@@ -16,6 +16,18 @@ def test_a_default_codegen_test_runs_in_a_child_with_the_default_emitters():
     assert "--xla_backend_optimization_level=0" in os.environ["XLA_FLAGS"]
 
 
+CHILD_PIDS: list[int] = []  # filled in the child by the next test's two cases
+
+
+@pytest.mark.default_codegen
+@pytest.mark.parametrize("case", [0, 1])
+def test_a_modules_default_codegen_tests_share_one_child(case):
+    """Both cases (and no other process) append here: they ran in the same child."""
+    CHILD_PIDS.append(os.getpid())
+    assert CHILD_PIDS == [os.getpid()] * (case + 1)
+    assert os.environ.get(IN_CHILD) == "1"
+
+
 def test_other_tests_run_here_with_the_suites_flags():
     assert IN_CHILD not in os.environ
     assert "xla_cpu_use_fusion_emitters" in os.environ["XLA_FLAGS"]
