@@ -1,9 +1,8 @@
 """Test-session settings: how the suite's programs are compiled, and where.
 
-* No persistent XLA compilation cache (unless the caller sets
-  ``JAX_COMPILATION_CACHE_DIR``): over the suite it cost 91 s of key, read and write
-  time to save 7 s of compiling (benchmarks/RESULTS.md, "Session 24"); on XLA:CPU,
-  reading back a small executable takes longer than compiling it.
+* A persistent XLA compilation cache shared by the tests and the subprocesses they start,
+  so that a program compiled once (the same tiny agent trained by several runs) is not
+  compiled again. It changes no result: a cache hit is the same executable.
 * XLA:CPU at optimization level 0, with its elemental IR emitters instead of the MLIR
   fusion emitters (``--xla_cpu_use_fusion_emitters=false``): the suite's programs are
   tiny and compile-bound, and these two flags take the most compile time off them
@@ -23,6 +22,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -31,6 +31,10 @@ from tests.device_script import ROOT
 EMITTERS = "--xla_cpu_use_fusion_emitters=false"
 IN_CHILD = "JAXRL_TEST_DEFAULT_CODEGEN"  # set in the child that runs a default_codegen test
 
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="jaxrl-xla-cache-")
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
 _flags = os.environ.get("XLA_FLAGS", "")
 if "xla_backend_optimization_level" not in _flags:
     _flags += " --xla_backend_optimization_level=0"
