@@ -51,8 +51,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
-# A module's default_codegen tests, run together in one child: node id -> the child's output
-# and whether the test passed there.
+# A module's default_codegen tests, run together in one child: node id -> whether the test
+# passed there, and the child's output.
 _CHILD_RESULTS: dict[str, tuple[bool, str]] = {}
 
 
@@ -63,11 +63,10 @@ def _run_in_child(item: pytest.Function) -> tuple[bool, str]:
     the child's output. Under ``--dist loadfile`` (``make test``) a module's tests are on
     one worker, so each module's child runs once."""
     if item.nodeid not in _CHILD_RESULTS:
-        path = item.nodeid.split("::")[0]
         ids = [
             other.nodeid
             for other in item.session.items
-            if other.nodeid.split("::")[0] == path and other.get_closest_marker("default_codegen")
+            if other.path == item.path and other.get_closest_marker("default_codegen")
         ]
         flags = os.environ["XLA_FLAGS"].replace(EMITTERS, "").strip()
         env = {**os.environ, "XLA_FLAGS": flags, IN_CHILD: "1"}
