@@ -35,10 +35,12 @@ format: $(DEV_STAMP)
 	$(PY) -m ruff check --fix jaxrl tests benchmarks
 
 # Two workers, one test file each at a time (module fixtures stay within a worker): on the
-# 2-core CI machine most of the suite is single-threaded compilation. The 15 slowest tests
-# are listed at the end, for the suite's budget (15 minutes there).
+# 2-core CI machine most of the suite is single-threaded compilation. Files are handed out
+# in collection order, the heaviest first (tests/conftest.py), so both workers end
+# together. The 15 slowest tests are listed at the end, for the suite's budget (15 minutes
+# there).
 test: lint
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n 2 --dist loadfile --durations=15
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 bench: $(STAMP)
 	$(PY) benchmarks/dqn_cartpole.py

@@ -9,6 +9,9 @@
   (benchmarks/RESULTS.md, "Session 23"). The programs compute the same things; what the
   emitters change is the last bits of some functions (``tanh``, float64 ``sin``) where
   they are fused with others.
+* The heaviest modules first (``HEAVY_MODULES``): ``make test`` hands whole modules to
+  two pytest-xdist workers in collection order (``--dist loadfile
+  --no-loadscope-reorder``), so the longest go first and the two workers end together.
 * A test whose claim is about those last bits (two differently fused programs agree bit
   for bit, as users' programs do; float64 physics equal to Gymnasium's to 1e-9) is marked
   ``default_codegen``: it runs, whole, in a child pytest with XLA:CPU's default emitters,
@@ -41,6 +44,74 @@ if "xla_backend_optimization_level" not in _flags:
 if "xla_cpu_use_fusion_emitters" not in _flags and IN_CHILD not in os.environ:
     _flags += " " + EMITTERS
 os.environ["XLA_FLAGS"] = _flags.strip()
+
+
+# Seconds each of the heaviest modules took on the 2-core machine (session 25, one
+# worker's share of ``make test``): collected first, longest first; the rest keep their
+# order. ``tests/test_conftest.py`` checks that each still exists.
+HEAVY_MODULES = {
+    "experiment/test_agent_env_matrix.py": 132,
+    "test_notebooks.py": 65,
+    "experiment/test_agent_env_matrix_pixels.py": 63,
+    "experiment/test_sweep.py": 53,
+    "envs/test_atari.py": 42,
+    "runners/test_devices.py": 40,
+    "experiment/test_processes.py": 39,
+    "buffers/test_compact.py": 39,
+    "experiment/test_reliability.py": 34,
+    "agents/test_actor_critic.py": 32,
+    "agents/test_rainbow.py": 30,
+    "export/test_export.py": 28,
+    "buffers/test_sum_tree.py": 25,
+    "experiment/test_checkpoint.py": 25,
+    "networks/test_conv.py": 24,
+    "runners/test_self_play.py": 24,
+    "agents/test_latent_prior.py": 24,
+    "runners/test_pytree_obs.py": 23,
+    "envs/test_minatar.py": 23,
+    "agents/test_action_masks.py": 23,
+    "envs/test_mujoco.py": 22,
+    "experiment/test_resume_devices.py": 21,
+    "buffers/test_sharded.py": 20,
+    "envs/test_marl.py": 20,
+    "agents/test_amp.py": 20,
+    "agents/test_curl.py": 20,
+    "agents/test_mbpo.py": 19,
+    "runners/test_scan.py": 19,
+    "agents/test_value_family.py": 17,
+    "test_self_play_cli.py": 17,
+    "envs/test_mjx.py": 16,
+    "agents/test_ppo.py": 16,
+    "experiment/test_summary.py": 15,
+    "agents/test_td3.py": 15,
+    "runners/test_host.py": 15,
+    "agents/test_apex.py": 14,
+    "agents/test_recurrent.py": 14,
+    "buffers/test_prioritized.py": 14,
+    "runners/test_opponent_pool.py": 13,
+    "buffers/test_protocol.py": 13,
+    "agents/test_dqn.py": 12,
+    "envs/test_classic.py": 12,
+    "runners/test_topology.py": 11,
+    "agents/test_sac.py": 11,
+    "envs/test_gymnax.py": 11,
+    "runners/test_multi_agent.py": 10,
+    "test_evaluate.py": 10,
+    "agents/test_on_policy.py": 10,
+}
+TESTS = ROOT / "tests"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules of ``HEAVY_MODULES`` first, longest first (a stable sort: a module's
+    tests stay together and in order; the other modules keep theirs)."""
+
+    def seconds(item: pytest.Item) -> int:
+        if TESTS not in item.path.parents:
+            return 0
+        return HEAVY_MODULES.get(item.path.relative_to(TESTS).as_posix(), 0)
+
+    items.sort(key=lambda item: -seconds(item))
 
 
 def pytest_configure(config: pytest.Config) -> None:

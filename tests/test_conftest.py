@@ -3,10 +3,17 @@ a child pytest compiled with XLA:CPU's default fusion emitters; the others in th
 with the elemental emitters unless the caller chose."""
 
 import os
+from types import SimpleNamespace
 
 import pytest
 
-from tests.conftest import EMITTERS, IN_CHILD
+from tests.conftest import (
+    EMITTERS,
+    HEAVY_MODULES,
+    IN_CHILD,
+    TESTS,
+    pytest_collection_modifyitems,
+)
 
 
 @pytest.mark.default_codegen
@@ -31,3 +38,20 @@ def test_a_modules_default_codegen_tests_share_one_child(case):
 def test_other_tests_run_here_with_the_suites_flags():
     assert IN_CHILD not in os.environ
     assert "xla_cpu_use_fusion_emitters" in os.environ["XLA_FLAGS"]
+
+
+def test_the_heavy_modules_exist_and_go_first_longest_first():
+    assert all((TESTS / module).is_file() for module in HEAVY_MODULES)
+    order = ["test_types.py", "envs/test_atari.py", "test_plot.py", "test_notebooks.py"]
+    items = [SimpleNamespace(path=TESTS / module, n=n) for module in order for n in (0, 1)]
+    pytest_collection_modifyitems(items)
+    assert [(item.path.relative_to(TESTS).as_posix(), item.n) for item in items] == [
+        ("test_notebooks.py", 0),
+        ("test_notebooks.py", 1),
+        ("envs/test_atari.py", 0),
+        ("envs/test_atari.py", 1),
+        ("test_types.py", 0),
+        ("test_types.py", 1),
+        ("test_plot.py", 0),
+        ("test_plot.py", 1),
+    ]

@@ -40,13 +40,13 @@ def test_minibatches_mix_real_and_model_data_by_real_ratio(real_ratio):
     real = make_uniform_replay(100, 1, n_real) if n_real else None
     model = make_uniform_replay(100, 1, batch - n_real) if n_real < batch else None
     ring = make_uniform_replay(100, 1, 1)
-    empty = ring.init(jax.tree.map(lambda x: x[0], transitions(1, 0.0)))
-    real_state, model_state = (
-        ring.add(empty, transitions(50, 1.0)),
-        ring.add(empty, transitions(60, -1.0)),
-    )
-    buffer = mixed_buffer(real, model)
-    reward = buffer.sample((real_state, model_state), jax.random.PRNGKey(0)).experience.reward
+
+    def fill_and_sample(key):  # one program, not one per op
+        empty = ring.init(jax.tree.map(lambda x: x[0], transitions(1, 0.0)))
+        states = ring.add(empty, transitions(50, 1.0)), ring.add(empty, transitions(60, -1.0))
+        return mixed_buffer(real, model).sample(states, key).experience.reward
+
+    reward = jax.jit(fill_and_sample)(jax.random.PRNGKey(0))
     assert reward.shape == (batch, 1)
     assert int((reward == 1.0).sum()) == n_real and int((reward == -1.0).sum()) == batch - n_real
 

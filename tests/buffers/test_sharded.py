@@ -5,6 +5,8 @@ the right shard (NumPy reference), each device holds its shard, and layouts that
 fit are one line. The 4-device program runs in a subprocess (the CPU device count is
 fixed when JAX starts)."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -168,12 +170,16 @@ def test_one_shard_is_the_prioritized_buffer():
     ref = make_prioritized_replay(64, 4, 16, window=2)
     example = {"x": jnp.zeros((4,), jnp.float32)}
     batch = {"x": jnp.arange(40, dtype=jnp.float32).reshape(10, 4)}
-    a, b = one.add(one.init(example), batch, pp), ref.add(ref.init(example), batch, pp)
     idx, val = jnp.arange(0, 40, 3), jnp.linspace(0.1, 5.0, 14)
-    a, b = one.update_priorities(a, idx, val, pp), ref.update_priorities(b, idx, val, pp)
+
+    def add_update_sample(buffer, key):  # one program per buffer, not one per op
+        state = buffer.update_priorities(buffer.add(buffer.init(example), batch, pp), idx, val, pp)
+        return buffer.sample(state, key), buffer.num_items(state)
+
     key = jax.random.PRNGKey(3)
-    sa, sb = one.sample(a, key), ref.sample(b, key)
+    sa, na = jax.jit(functools.partial(add_update_sample, one))(key)
+    sb, nb = jax.jit(functools.partial(add_update_sample, ref))(key)
     np.testing.assert_array_equal(sa.indices, sb.indices)
     np.testing.assert_allclose(sa.probabilities, sb.probabilities, rtol=1e-6)
     np.testing.assert_array_equal(sa.experience["x"], sb.experience["x"])
-    assert int(one.num_items(a)) == int(ref.num_items(b))
+    assert int(na) == int(nb)

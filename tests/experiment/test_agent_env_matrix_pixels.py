@@ -11,17 +11,22 @@ every MuJoCo pair: minutes of compile for the physics) have
 their runner's init **traced** with ``jax.eval_shape`` (networks, buffers and env
 state for these observations, without compiling). The classic-control pairs run
 every agent (``test_agent_env_matrix.py``); the Atari games share shapes and the ale-py
-env, so Pong stands for them; the MuJoCo envs share MJX's physics.
+env, so Pong stands for them; the MuJoCo envs share MJX's physics. An agent that fits
+none of the three (tabular Q-learning, the agents of several players) is refused on each
+with one line.
 """
 
 from __future__ import annotations
+
+import functools
 
 import jax
 import pytest
 
 from jaxrl import agents, envs
 from jaxrl.experiment.setup import Launch, build_setup
-from tests.experiment.test_agent_env_matrix import fits, run_pair, shrunk
+from jaxrl.types import ConfigError
+from tests.experiment.test_agent_env_matrix import DOES_NOT_FIT, fits, run_pair, shrunk
 
 
 def _first(group: str, prefer: str | None = None) -> str:
@@ -30,10 +35,16 @@ def _first(group: str, prefer: str | None = None) -> str:
 
 
 ROTATION = [_first("minatar"), _first("atari", "ALE/Pong-v5"), _first("mujoco", "HalfCheetah-mjx")]
-# Agents for other observation spaces (tabular Q-learning's one-hot states) have no pair here.
-AGENTS = [a for a in agents.available() if any(fits(a, env) for env in ROTATION)]
 # MuJoCo's physics costs minutes of compile on a 2-core CPU: its pairs are traced only.
 TRACED_ONLY = {ROTATION[2]}
+
+
+@functools.cache
+def fitting_agents() -> list[str]:
+    """The agents that fit one of ``ROTATION`` (not tabular Q-learning's one-hot states,
+    nor the agents of several players); found when a test runs, not at collection
+    (making the three envs takes seconds in each pytest-xdist worker)."""
+    return [a for a in agents.available() if any(fits(a, env) for env in ROTATION)]
 
 
 def env_for(index: int, agent: str) -> str:
@@ -45,10 +56,16 @@ def env_for(index: int, agent: str) -> str:
     raise AssertionError(f"agent '{agent}' fits none of {ROTATION}")
 
 
-@pytest.mark.parametrize("index, agent", list(enumerate(AGENTS)), ids=AGENTS)
-def test_every_agent_runs_or_traces_on_a_pixel_or_mujoco_env(index, agent, tmp_path):
+@pytest.mark.parametrize("agent", agents.available())
+def test_every_agent_runs_or_traces_on_a_pixel_or_mujoco_env(agent, tmp_path):
+    if agent not in fitting_agents():  # refused on each env with one line
+        for env in ROTATION:
+            with pytest.raises(ConfigError, match=DOES_NOT_FIT):
+                build_setup(shrunk(agent, env), Launch(loggers=[]))
+        return
+    index = fitting_agents().index(agent)
     env = env_for(index, agent)
-    first = all(env_for(i, a) != env for i, a in enumerate(AGENTS[:index]))
+    first = all(env_for(i, a) != env for i, a in enumerate(fitting_agents()[:index]))
     if first and env not in TRACED_ONLY:
         run_pair(agent, env, tmp_path)  # the first agent given this env runs it
         return
@@ -61,4 +78,4 @@ def test_every_agent_runs_or_traces_on_a_pixel_or_mujoco_env(index, agent, tmp_p
 
 
 def test_each_pixel_and_mujoco_env_is_given_to_some_agent():
-    assert {env_for(i, a) for i, a in enumerate(AGENTS)} == set(ROTATION)
+    assert {env_for(i, a) for i, a in enumerate(fitting_agents())} == set(ROTATION)

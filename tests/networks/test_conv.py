@@ -213,10 +213,10 @@ def test_nature_cnn_gradients_match_numpy():
     backward pass) against NumPy's chain rule through the slow reference convolutions."""
     net = NatureCNN(hidden_sizes=(3,), canonical_backward=True)
     obs = _obs((2, 36, 36, 4), np.uint8, 1)
-    params = net.init(jax.random.PRNGKey(0), obs)["params"]
+    params = jax.jit(net.init)(jax.random.PRNGKey(0), obs)["params"]
     p = jax.tree.map(lambda a: np.asarray(a, np.float64), params)
     cot = np.random.default_rng(2).normal(size=(2, 3))
-    got = jax.grad(lambda q: jnp.sum(net.apply({"params": q}, obs) * cot))(params)
+    got = jax.jit(jax.grad(lambda q: jnp.sum(net.apply({"params": q}, obs) * cot)))(params)
     # NumPy forward, keeping each layer's input and pre-activation
     x, inputs, pre = obs.astype(np.float64) / 255.0, [], []
     for i, s in enumerate((4, 2, 1)):
