@@ -280,11 +280,27 @@ class Core(NamedTuple):
     dt: float
 
 
+# The cores made in this process, by task and options: a core is pure functions over an
+# immutable model, so envs of the same task and options share one.
+_CORES: dict[tuple[str, str], Core] = {}
+
+
 def make_core(task: str, **kw: Any) -> Core:
     """The single-env MJX core of ``task`` (a key of ``TASKS``); ``kw`` are Gymnasium v5's
     keyword arguments for it. ``step_fn(data, action [A], key) -> (data, obs [D] float32,
-    reward, terminated)``."""
+    reward, terminated)``.
+
+    Made once per task and options in a process (MuJoCo's model is loaded and put on the
+    device once), with ``set_state`` jitted: MJX's forward pass, which a reset runs, is
+    traced once however many programs reset the env (seconds each on a CPU)."""
     params = _check_params(task, kw)
+    key = (task, repr(sorted(params.items())))
+    if key not in _CORES:
+        _CORES[key] = _build_core(task, params)
+    return _CORES[key]
+
+
+def _build_core(task: str, params: dict[str, Any]) -> Core:
     spec = TASKS[task]
     mujoco, mjx, rne_postconstraint = _import_mjx()
     mj_model = mujoco.MjModel.from_xml_path(asset_path(spec.xml))
@@ -300,6 +316,7 @@ def make_core(task: str, **kw: Any) -> Core:
     dt = float(mj_model.opt.timestep) * spec.frame_skip
     noise = params["reset_noise_scale"]
 
+    @jax.jit
     def set_state(qpos: jax.Array, qvel: jax.Array) -> tuple[Any, jax.Array]:
         qpos, qvel = jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32)
         data = mjx.forward(model, data0.replace(qpos=qpos, qvel=qvel))

@@ -25,8 +25,7 @@ import pytest
 
 from jaxrl import agents, envs
 from jaxrl.experiment.setup import Launch, build_setup
-from jaxrl.types import ConfigError
-from tests.experiment.test_agent_env_matrix import DOES_NOT_FIT, fits, run_pair, shrunk
+from tests.experiment.test_agent_env_matrix import fits, run_pair, shrunk
 
 
 def _first(group: str, prefer: str | None = None) -> str:
@@ -58,10 +57,9 @@ def env_for(index: int, agent: str) -> str:
 
 @pytest.mark.parametrize("agent", agents.available())
 def test_every_agent_runs_or_traces_on_a_pixel_or_mujoco_env(agent, tmp_path):
-    if agent not in fitting_agents():  # refused on each env with one line
-        for env in ROTATION:
-            with pytest.raises(ConfigError, match=DOES_NOT_FIT):
-                build_setup(shrunk(agent, env), Launch(loggers=[]))
+    if agent not in fitting_agents():
+        # Refused on each env with one line naming why (``fits`` raises on another error).
+        assert not any(fits(agent, env) for env in ROTATION)
         return
     index = fitting_agents().index(agent)
     env = env_for(index, agent)
