@@ -52,8 +52,8 @@ os.environ["XLA_FLAGS"] = _flags.strip()
 HEAVY_MODULES = {
     "experiment/test_agent_env_matrix.py": 132,
     "test_notebooks.py": 65,
-    "experiment/test_agent_env_matrix_pixels.py": 63,
     "experiment/test_sweep.py": 53,
+    "experiment/test_agent_env_matrix_pixels.py": 45,
     "envs/test_atari.py": 42,
     "runners/test_devices.py": 40,
     "experiment/test_processes.py": 39,
