@@ -175,8 +175,14 @@ def test_dict_observation_with_action_mask_comes_back_equal(name):
 def test_uniform_reports_equal_probabilities():
     buffer = make_uniform_replay(40, 2, 16, window=3)
     rollout = _dict_rollout(False)
-    state = buffer.add(buffer.init(jax.tree.map(lambda x: x[0], rollout)), rollout)
-    sample = buffer.sample(state, jax.random.key(0))
-    assert int(buffer.num_items(state)) == 2 * (T - 3 + 1)
-    np.testing.assert_allclose(sample.probabilities, 1.0 / (2 * (T - 3 + 1)), rtol=1e-6)
-    assert bool(jnp.all(window_valid(state.position, state.size, sample.time_index, 20, 3)))
+
+    def fill_and_sample(key):  # one program, not one per op
+        state = buffer.add(buffer.init(jax.tree.map(lambda x: x[0], rollout)), rollout)
+        sample = buffer.sample(state, key)
+        valid = window_valid(state.position, state.size, sample.time_index, 20, 3)
+        return buffer.num_items(state), sample.probabilities, valid
+
+    num_items, probabilities, valid = jax.jit(fill_and_sample)(jax.random.key(0))
+    assert int(num_items) == 2 * (T - 3 + 1)
+    np.testing.assert_allclose(probabilities, 1.0 / (2 * (T - 3 + 1)), rtol=1e-6)
+    assert bool(np.all(valid))

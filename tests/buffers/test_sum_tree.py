@@ -9,6 +9,8 @@ import pytest
 
 from jaxrl.buffers import sum_tree
 
+_update = jax.jit(sum_tree.update)  # one program per shape, not one per op
+
 
 def _block_sum_ref(x):
     """S: pairwise by halves over the last axis, in float32, one add at a time."""
@@ -100,7 +102,7 @@ def test_update_assume_unique_matches_general_path():
     indices = rng.permutation(capacity)[:50].astype(np.int32)
     indices[-3:] = [-1, capacity, -1]  # out of range: ignored, may repeat
     values = rng.uniform(size=50).astype(np.float32)
-    base = sum_tree.update(sum_tree.init(capacity, b), np.arange(capacity), np.ones(capacity))
+    base = _update(sum_tree.init(capacity, b), np.arange(capacity), np.ones(capacity))
     fast = jax.jit(lambda t, i, v: sum_tree.update(t, i, v, assume_unique=True))(
         base, indices, values
     )
@@ -149,7 +151,7 @@ def test_sampling_frequencies_chi_square(batch_size, num_keys):
     p = rng.exponential(size=capacity).astype(np.float32)
     p[rng.uniform(size=capacity) < 0.25] = 0
     p[[0, capacity - 1]] = [0.0, 3.0]
-    tree = sum_tree.update(sum_tree.init(capacity, b), np.arange(capacity), p)
+    tree = _update(sum_tree.init(capacity, b), np.arange(capacity), p)
     indices, priorities = _sample_many(tree, num_keys, batch_size)
     assert indices.dtype == np.int32 and priorities.dtype == np.float32
     np.testing.assert_array_equal(priorities, p[indices])
@@ -168,7 +170,7 @@ def test_sampling_frequencies_chi_square(batch_size, num_keys):
 def test_sampling_is_stratified():
     capacity, b, batch_size = 500, 8, 128
     p = np.random.default_rng(3).exponential(size=capacity).astype(np.float32)
-    tree = sum_tree.update(sum_tree.init(capacity, b), np.arange(capacity), p)
+    tree = _update(sum_tree.init(capacity, b), np.arange(capacity), p)
     indices, _ = _sample_many(tree, 20, batch_size, seed=4)
     indices = indices.reshape(20, batch_size)
     cum = np.concatenate([[0.0], np.cumsum(p.astype(np.float64))])
@@ -211,8 +213,8 @@ def test_zero_priority_leaves_are_never_sampled(name):
     p = _adversarial_leaves(capacity)[name]
     # Set everything, then zero out what should be empty: a tree that has changed.
     tree = sum_tree.init(capacity, b)
-    tree = sum_tree.update(tree, np.arange(capacity), np.full(capacity, 5.0, np.float32))
-    tree = sum_tree.update(tree, np.arange(capacity), p)
+    tree = _update(tree, np.arange(capacity), np.full(capacity, 5.0, np.float32))
+    tree = _update(tree, np.arange(capacity), p)
     indices, priorities = _sample_many(tree, 200, 256)
     assert (priorities > 0).all() and (p[indices] > 0).all(), np.unique(indices[p[indices] == 0])
     if name.startswith("single"):
@@ -250,7 +252,7 @@ def test_descent_at_the_rounded_top_of_the_mass_never_ends_on_zero(capacity):
     computes; a target in that gap runs past every child, whose last one is empty."""
     block = np.array([2**24, 1, 1, 1, 1, 1, 1, 0], np.float32)
     p = np.tile(block, capacity // 8)
-    tree = sum_tree.update(sum_tree.init(capacity, 8), np.arange(capacity), p)
+    tree = _update(sum_tree.init(capacity, 8), np.arange(capacity), p)
     mass = sum_tree.total(tree)
     prefix = np.cumsum(p, dtype=np.float32)[-1]
     assert mass > prefix  # the gap exists
