@@ -4,7 +4,6 @@ limit is ``truncated``, never ``terminated``; MinAtar runs inside the fused scan
 
 from __future__ import annotations
 
-import gymnax
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -21,6 +20,8 @@ N, LIMIT, STEPS = 3, 20, 45
 
 def reference_rollout(gymnax_id, actions, reset_key, step_keys):
     """Python loop over single gymnax envs, mirroring ``make_vector_env``'s key use."""
+    import gymnax  # here, not at collection (a second in each pytest-xdist worker)
+
     core, params = gymnax.make(gymnax_id)
     reset_env = jax.jit(lambda k: core.reset_env(k, params))  # jit: speed only
     step_env = jax.jit(lambda k, s, a: core.step_env(k, s, a, params))

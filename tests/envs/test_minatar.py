@@ -19,7 +19,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from minatar import Environment
 
 from jaxrl import envs
 from jaxrl.envs import minatar
@@ -49,6 +48,14 @@ class Scripted:
         return answer() if callable(answer) else answer
 
     rand = randint = _next
+
+
+def original_env(module: str, **kw):
+    """The original package's ``Environment`` (imported here, not at collection: it imports
+    seaborn and SciPy, 1.5 s in each pytest-xdist worker)."""
+    from minatar import Environment
+
+    return Environment(module, **kw)
 
 
 def coin(flag) -> float:
@@ -115,7 +122,7 @@ def test_parity_with_the_original_package(name):
     ts0, first, (ts, draws, reset_draws) = jaxrl_rollout(name, actions, jax.random.PRNGKey(3))
     ts, draws, reset_draws = jax.device_get((ts, draws, reset_draws))
 
-    orig = Environment(ORIGINAL[name], sticky_action_prob=0.0, difficulty_ramping=True)
+    orig = original_env(ORIGINAL[name], sticky_action_prob=0.0, difficulty_ramping=True)
     game = orig.env
     assert sorted(orig.minimal_action_set()) == list(full)
     game.random = rng = Scripted()
@@ -163,7 +170,7 @@ def test_difficulty_ramping_as_the_original(ramping):
     )
     for module, ours_set, theirs_set, (ours_field, theirs_field) in cases:
         state = _pgx_state(module, **ours_set)
-        orig = Environment(module, sticky_action_prob=0.0, difficulty_ramping=ramping)
+        orig = original_env(module, sticky_action_prob=0.0, difficulty_ramping=ramping)
         orig.reset()
         for k, v in theirs_set.items():
             setattr(orig.env, k, v)
