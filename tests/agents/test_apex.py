@@ -129,10 +129,8 @@ def test_learner_update_is_prioritized_dqn(setup, inserted):
     )
     for a, b in [(after.params, ref.params), (after.opt_state, ref.opt_state),
                  (after.buffer.tree.nodes, ref.buffer.tree.nodes)]:  # fmt: skip
-        assert jax.tree.all(jax.tree.map(lambda x, y: np.array_equal(x, y), a, b))
-    assert not jax.tree.all(
-        jax.tree.map(lambda x, y: np.array_equal(x, y), after.params, state.params)
-    )
+        assert jax.tree.all(jax.tree.map(np.array_equal, a, b))
+    assert not jax.tree.all(jax.tree.map(np.array_equal, after.params, state.params))
 
 
 def test_actors_act_with_their_copy_refreshed_every_period(setup):
@@ -142,7 +140,7 @@ def test_actors_act_with_their_copy_refreshed_every_period(setup):
     state = agent.init(jax.random.PRNGKey(3))
     update = jax.jit(agent.update)
     rng = np.random.default_rng(3)
-    same = lambda a, b: jax.tree.all(jax.tree.map(lambda x, y: np.array_equal(x, y), a, b))  # noqa: E731
+    same = lambda a, b: jax.tree.all(jax.tree.map(np.array_equal, a, b))  # noqa: E731
     one, _ = update(state, rollout(rng), jax.random.PRNGKey(4))
     assert same(one.actors["params"], state.params) and not same(one.params, state.params)
     two, metrics = update(one, rollout(rng), jax.random.PRNGKey(5))

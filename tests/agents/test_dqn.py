@@ -78,7 +78,7 @@ def test_learning_starts_and_hard_target_update():
     update = jax.jit(agent.update)
     state = agent.init(jax.random.PRNGKey(0))
     init_params = state.params
-    same = lambda a, b: all(jax.tree.leaves(jax.tree.map(lambda x, y: np.array_equal(x, y), a, b)))
+    same = lambda a, b: all(jax.tree.leaves(jax.tree.map(np.array_equal, a, b)))
 
     state, m = update(state, rollout(rng, 4, 2), jax.random.PRNGKey(1))  # 8 env steps
     assert int(state.step) == 8 and np.isnan(float(m["loss"]))
