@@ -9,6 +9,14 @@
   (benchmarks/RESULTS.md, "Session 23"). The programs compute the same things; what the
   emitters change is the last bits of some functions (``tanh``, float64 ``sin``) where
   they are fused with others.
+* XLA:CPU's code generation in one piece (``--xla_cpu_parallel_codegen_split_count=1``):
+  by default it splits each program's LLVM module into parts compiled on a thread pool,
+  which on the 2-core machine, with both pytest-xdist workers compiling, only adds
+  threads that compete with the other worker: one piece took the suite from 838 s to
+  667 s of pytest, 1,479 s to 1,153 s of CPU (benchmarks/RESULTS.md, "Session 26").
+  Programs compute the same things; at these optimisation settings the last bits of
+  some results differ from those of the split compile, as the two flags above make
+  them differ from the default's (with the default settings the split changes no bit).
 * The heaviest modules first (``HEAVY_MODULES``): ``make test`` hands whole modules to
   two pytest-xdist workers in collection order (``--dist loadfile
   --no-loadscope-reorder``), so the longest go first and the two workers end together.
@@ -17,7 +25,7 @@
   ``default_codegen``: it runs, whole, in a child pytest with XLA:CPU's default emitters,
   and passes or fails with it.
 
-A caller's own choice of either flag (in ``XLA_FLAGS``) is kept, except that a
+A caller's own choice of any of these flags (in ``XLA_FLAGS``) is kept, except that a
 ``default_codegen`` test's child never runs with the elemental emitters.
 """
 
@@ -32,6 +40,7 @@ import pytest
 from tests.device_script import ROOT
 
 EMITTERS = "--xla_cpu_use_fusion_emitters=false"
+ONE_PIECE = "--xla_cpu_parallel_codegen_split_count=1"
 IN_CHILD = "JAXRL_TEST_DEFAULT_CODEGEN"  # set in the child that runs a default_codegen test
 
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
@@ -43,6 +52,8 @@ if "xla_backend_optimization_level" not in _flags:
     _flags += " --xla_backend_optimization_level=0"
 if "xla_cpu_use_fusion_emitters" not in _flags and IN_CHILD not in os.environ:
     _flags += " " + EMITTERS
+if "xla_cpu_parallel_codegen_split_count" not in _flags:
+    _flags += " " + ONE_PIECE
 os.environ["XLA_FLAGS"] = _flags.strip()
 
 

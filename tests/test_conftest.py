@@ -1,6 +1,6 @@
 """The suite's compile settings (``tests/conftest.py``): a ``default_codegen`` test runs in
 a child pytest compiled with XLA:CPU's default fusion emitters; the others in this process,
-with the elemental emitters unless the caller chose."""
+with the elemental emitters and code generation in one piece unless the caller chose."""
 
 import os
 from types import SimpleNamespace
@@ -38,6 +38,7 @@ def test_a_modules_default_codegen_tests_share_one_child(case):
 def test_other_tests_run_here_with_the_suites_flags():
     assert IN_CHILD not in os.environ
     assert "xla_cpu_use_fusion_emitters" in os.environ["XLA_FLAGS"]
+    assert "xla_cpu_parallel_codegen_split_count" in os.environ["XLA_FLAGS"]
 
 
 def test_the_heavy_modules_exist_and_go_first_longest_first():
