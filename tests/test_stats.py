@@ -11,13 +11,6 @@ import pytest
 from jaxrl import stats
 
 
-def _scipy_stats():
-    """``scipy.stats``, imported when a test runs (1.5 s at collection in each worker)."""
-    import scipy.stats
-
-    return scipy.stats
-
-
 def iqm_reference(values):
     ordered = sorted(float(v) for v in np.ravel(values))
     cut = len(ordered) // 4  # a quarter of the runs dropped at each end
@@ -34,11 +27,13 @@ def percentile_reference(values, q):
 
 
 def test_iqm_is_the_mean_of_the_middle_half():
+    import scipy.stats  # here, not at collection (1.5 s in each pytest-xdist worker)
+
     rng = np.random.default_rng(0)
     for n in (1, 2, 3, 4, 5, 7, 8, 13, 32):
         x = rng.normal(size=n) * 100
         assert stats.iqm(x) == pytest.approx(iqm_reference(x), rel=1e-12)
-        assert stats.iqm(x) == pytest.approx(_scipy_stats().trim_mean(x, 0.25), rel=1e-12)
+        assert stats.iqm(x) == pytest.approx(scipy.stats.trim_mean(x, 0.25), rel=1e-12)
     # Eight runs: the two lowest and two highest are dropped, whatever their size.
     assert stats.iqm([-1e9, 1, 2, 3, 4, 5, 6, 1e9]) == pytest.approx(3.5)
     # Runs and tasks are pooled; ``axis`` keeps the other axes.
@@ -97,11 +92,13 @@ def test_performance_profile_counts_runs_above_tau():
 def test_wilcoxon_signed_rank_is_scipys_exact_test():
     """Against scipy's exact test (no ties), and by hand: five positive differences give
     W+ = 15 and p = 2 / 32 (only all-plus and all-minus are as extreme)."""
+    import scipy.stats  # here, not at collection
+
     rng = np.random.default_rng(0)
     for n in (5, 9, 16):
         d = rng.normal(0.3, 1.0, n)
         w, p = stats.wilcoxon_signed_rank(d)
-        ref = _scipy_stats().wilcoxon(d, method="exact")
+        ref = scipy.stats.wilcoxon(d, method="exact")
         assert p == pytest.approx(ref.pvalue, rel=1e-9)
         assert w == pytest.approx(n * (n + 1) / 2 - ref.statistic) or w == ref.statistic
     assert stats.wilcoxon_signed_rank([0.1, 0.2, 0.05, 0.17, 0.3]) == (15.0, 0.0625)
