@@ -20,6 +20,10 @@ with its source; and a plot of the IQM evaluation curve with its 95% bootstrap b
 each finished group's numbers are kept there and a group already there is read instead of
 run: a table longer than one sitting (32 Pendulum TD3 members, MinAtar at 1M steps) is
 finished by running the same command again (wall and compile times are the groups' sums).
+A group longer than one sitting goes on too: every ``SAVE_EVERY_S`` seconds of running its
+whole state (``experiment.checkpoint``, Orbax) and its evaluations so far are saved in
+``<group file>.progress/``, which the same command continues from (bit for bit the chunks
+an unbroken run would have run) and removes once the group's file is written.
 ``--env`` trains the presets on another game (a family preset on another game of its
 family: ``--presets minatar-dqn --env MinAtar-Asterix``), in rows and files of their own.
 
@@ -36,6 +40,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -45,6 +50,7 @@ import jax
 import numpy as np
 
 from jaxrl import stats
+from jaxrl.experiment import checkpoint
 from jaxrl.experiment.config import load_config_file, presets, resolve
 from jaxrl.experiment.driver import compile_chunk, compile_evaluate, final_returns
 from jaxrl.experiment.setup import Launch, build_setup
@@ -52,6 +58,7 @@ from jaxrl.plot import plot
 from jaxrl.types import ConfigError
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+SAVE_EVERY_S = 900.0  # a running group's progress is saved this often (seconds of running)
 # FrozenLake-v1: Gymnasium's reward_threshold (success rate of the slippery 4x4 map).
 TARGETS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0, "Pendulum-v1": -200.0, "FrozenLake-v1": 0.70}
 NOT_VMAPPABLE = ("atari", "mujoco-")  # host or foreign-call envs: one seed per process
@@ -130,7 +137,8 @@ def run_preset(
             saved = json.loads(path.read_text())
             groups.append({**saved, "curves": np.asarray(saved["curves"]).reshape(size, -1)})
             continue
-        result = run_group(cfg, size, target)
+        progress = None if path is None else path.with_suffix(".progress")
+        result = run_group(cfg, size, target, progress)
         groups.append(result)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -138,6 +146,7 @@ def run_preset(
             partial = path.with_suffix(".partial")  # a stop mid-write leaves no bad group
             partial.write_text(json.dumps({**kept, "curves": result["curves"].tolist()}))
             partial.replace(path)
+            shutil.rmtree(progress, ignore_errors=True)
     cfg["run"]["seed"] = first_seed
     return dict(
         name=name,
@@ -165,31 +174,66 @@ def group_file(group_dir: str | Path, name: str, cfg: dict[str, Any], size: int)
     return Path(group_dir) / f"{name}-seed{cfg['run']['seed']}x{size}-{digest[:12]}.json"
 
 
-def run_group(cfg: dict[str, Any], size: int, target: float | None) -> dict[str, Any]:
+def run_group(
+    cfg: dict[str, Any],
+    size: int,
+    target: float | None,
+    progress: Path | None = None,
+    save_every: float | None = None,
+) -> dict[str, Any]:
     """One program of ``size`` members (seeds ``cfg["run"]["seed"]`` on): per member the
     final greedy return, first-solve step and area under the curve; the evaluation curves
-    ``[size, evaluations]``, and the compile, run and wall seconds."""
+    ``[size, evaluations]``, and the compile, run and wall seconds (summed over sittings).
+
+    With ``progress`` (a directory), the runner state and the evaluations so far are saved
+    there after a chunk whenever ``save_every`` seconds of running have passed since the
+    last save (``SAVE_EVERY_S`` unless given), and a group whose ``progress`` holds a
+    checkpoint continues from it."""
+    save_every = SAVE_EVERY_S if save_every is None else save_every
     start = time.perf_counter()
     setup = build_setup(cfg, Launch(seeds=size))
+    done = dict(chunks=0, steps=[], evals=[], compile=0.0, run=0.0, wall=0.0)
+    if progress is not None and checkpoint.checkpoint_steps(progress):
+        shape, shardings = setup.saved_shape(), setup.shardings()
+        restored, _ = checkpoint.load_readable(progress, shape, None, shardings)
+        state, done = setup.resumed(restored.state), restored.meta["done"]
+        print(f"{progress.name}: continuing after chunk {done['chunks']}", file=sys.stderr)
+    else:
+        state = setup.init_state()
     t0 = time.perf_counter()
-    state = setup.init_state()
     run_chunk = compile_chunk(setup.runner, state)
     compile_time = time.perf_counter() - t0
-    steps_seen, evals = [], []
-    t0 = time.perf_counter()
-    for _ in range(setup.runner.num_chunks):
+    steps_seen = done["steps"]
+    evals = [np.asarray(e, np.float32) for e in done["evals"]]  # eval_return's dtype
+    saving = 0.0  # seconds spent saving progress: not run time
+    t0 = last_save = time.perf_counter()
+    for chunk in range(done["chunks"], setup.runner.num_chunks):
         state, metrics = run_chunk(state)
         metrics = jax.device_get(metrics)
         last = np.asarray(metrics["eval_return"]).reshape(size, -1)[:, -1]
         if np.isfinite(last).all():
             steps_seen.append(int(np.asarray(metrics["step"]).reshape(size, -1)[0, -1]))
             evals.append(last)
+        now = time.perf_counter()
+        if progress is not None and now - last_save >= save_every:
+            meta = dict(
+                chunks=chunk + 1,
+                steps=steps_seen,
+                evals=[e.tolist() for e in evals],
+                compile=done["compile"] + compile_time,
+                run=done["run"] + now - t0 - saving,
+                wall=done["wall"] + now - start,
+            )
+            with checkpoint.CheckpointWriter(progress, keep=1) as writer:
+                writer.save(chunk + 1, setup.runner.save(state), {"done": meta})
+            last_save = time.perf_counter()
+            saving += last_save - now
     jax.block_until_ready(state)
-    run_time = time.perf_counter() - t0
+    run_time = done["run"] + time.perf_counter() - t0 - saving
     _, eval_key = setup.keys()
     t0 = time.perf_counter()
     evaluate = compile_evaluate(setup.runner, state.agent_state, eval_key)
-    compile_time += time.perf_counter() - t0
+    compile_time += done["compile"] + time.perf_counter() - t0
     episodes = setup.run_config.eval_episodes
     finals = final_returns(evaluate, state.agent_state, eval_key, size, episodes)
     curves = np.stack(evals, axis=1) if evals else np.zeros((size, 0))
@@ -206,7 +250,7 @@ def run_group(cfg: dict[str, Any], size: int, target: float | None) -> dict[str,
         episodes=int(finals.shape[1]),
         compile=compile_time,
         run=run_time,
-        wall=time.perf_counter() - start,
+        wall=done["wall"] + time.perf_counter() - start,
         agent=setup.agent,
         agent_state=state.agent_state,
     )
@@ -261,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", type=int, help="members per program (default: all)")
     parser.add_argument(
         "--group-dir",
-        help="keep each finished group here; a group found here is read, not run again",
+        help="keep each finished group (and a running group's progress) here; a group found "
+        "here is read, not run again",
     )
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "presets"))
     parser.add_argument("--results", default=str(RESULTS), help="Markdown file appended to")

@@ -188,3 +188,44 @@ def test_presets_benchmark_groups_resume_from_their_files(tmp_path, monkeypatch)
     assert again["wall"] == pytest.approx(grouped["wall"]) and again["agent_state"] is None
     with pytest.raises(AssertionError, match="run again"):
         module.run_preset(name, 2, steps, 1, {"agent.alpha": 0.2}, group_dir=tmp_path)
+
+
+def test_presets_benchmark_group_continues_from_its_progress(tmp_path, monkeypatch):
+    """A group stopped mid-run continues from its last saved progress and ends as the same
+    group run unbroken: same finals and curves, only the chunks not saved run again, and
+    the progress is removed once the group's file is written."""
+    module = presets_benchmark()
+    name, steps = "frozenlake-tabular_q", 3 * 10240  # three chunks, an evaluation each
+    whole = module.run_preset(name, 2, steps, 2)
+    monkeypatch.setattr(module, "SAVE_EVERY_S", 0.0)  # saved after every chunk
+    compile_chunk, calls = module.compile_chunk, []
+
+    class Stopped(Exception):
+        pass
+
+    def counting(runner, state, stop_after=None):
+        run_chunk = compile_chunk(runner, state)
+
+        def run(state):
+            if stop_after is not None and len(calls) == stop_after:
+                raise Stopped
+            calls.append(1)
+            return run_chunk(state)
+
+        return run
+
+    monkeypatch.setattr(module, "compile_chunk", lambda r, s: counting(r, s, stop_after=2))
+    with pytest.raises(Stopped):
+        module.run_preset(name, 2, steps, 2, group_dir=tmp_path)
+    (progress,) = tmp_path.glob("*.progress")
+    assert [p.name for p in (progress / "checkpoints").iterdir() if p.name.isdigit()] == ["2"]
+    calls.clear()
+    monkeypatch.setattr(module, "compile_chunk", counting)
+    resumed = module.run_preset(name, 2, steps, 2, group_dir=tmp_path)
+    assert len(calls) == 1  # only the third chunk
+    np.testing.assert_array_equal(resumed["finals"], whole["finals"])
+    np.testing.assert_array_equal(resumed["curves"], whole["curves"])
+    assert resumed["curves"].shape == (2, 3) and resumed["curves"].dtype == whole["curves"].dtype
+    np.testing.assert_array_equal(resumed["aucs"], whole["aucs"])
+    assert list(resumed["steps"]) == list(whole["steps"])
+    assert not progress.exists() and len(list(tmp_path.glob("*.json"))) == 1
