@@ -228,6 +228,12 @@ def run_group(
                 writer.save(chunk + 1, setup.runner.save(state), {"done": meta})
             last_save = time.perf_counter()
             saving += last_save - now
+            print(
+                f"{progress.name}: saved after chunk {chunk + 1} of {setup.runner.num_chunks} "
+                f"({last_save - now:.1f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
     jax.block_until_ready(state)
     run_time = done["run"] + time.perf_counter() - t0 - saving
     _, eval_key = setup.keys()
