@@ -95,6 +95,8 @@ ANCHORS = {
     "(50k steps)",
     "pendulum-apex_ddpg": "no published Ape-X DDPG Pendulum figure; RL Zoo ddpg -152.1 +- 94.3 "
     "(Pendulum-v0, 20k steps)",
+    "pendulum-mbpo": "no published MBPO Pendulum figure (Janner et al. 2019 run MuJoCo tasks); "
+    "RL Zoo sac -157.0 +- 88.7 (Pendulum-v0, 20k steps)",
 }
 
 
