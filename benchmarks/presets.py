@@ -85,8 +85,9 @@ ANCHORS = {
     "frozenlake-tabular_q": "0.70: Gymnasium's FrozenLake-v1 reward_threshold (slippery 4x4, "
     "100-step episodes)",
     "cartpole-impala": "no published IMPALA CartPole-v1 figure; RL Zoo a2c 500.0 +- 0.0",
-    "minatar-dqn": "MinAtar paper (Young & Tian 2019) and PureJaxRL's MinAtar DQN "
-    "(not looked up for this table)",
+    "minatar-dqn": "MinAtar paper (Young & Tian 2019) and its README: DQN on Breakout as "
+    "curves only (30 runs, 5M frames), no table; no PureJaxRL MinAtar DQN figure found; "
+    "minatar-dqn 15.5 [13.5, 17.15] over 3 seeds at 1M (RESULTS.md, session 12)",
     "minatar-pqn": "no published 1M-step figure (purejaxql's MinAtar runs are 10M steps); "
     "minatar-dqn 15.5 [13.5, 17.15] over 3 seeds (RESULTS.md, session 12)",
     "cartpole-iqn": "no published IQN CartPole-v1 figure; RL Zoo qrdqn 500.0 +- 0.0 (50k steps)",
