@@ -23,7 +23,9 @@ finished by running the same command again (wall and compile times are the group
 A group longer than one sitting goes on too: every ``SAVE_EVERY_S`` seconds of running its
 whole state (``experiment.checkpoint``, Orbax) and its evaluations so far are saved in
 ``<group file>.progress/``, which the same command continues from (bit for bit the chunks
-an unbroken run would have run) and removes once the group's file is written.
+an unbroken run would have run) and removes once the group's file is written. SIGINT or
+SIGTERM stops a group after its current chunk with its progress saved (exit code 128 +
+the signal's number; a second signal aborts at once, as ``jaxrl.train``).
 ``--env`` trains the presets on another game (a family preset on another game of its
 family: ``--presets minatar-dqn --env MinAtar-Asterix``), in rows and files of their own.
 
@@ -36,11 +38,13 @@ cannot be vmapped over seeds: listed as not run. A preset name that does not exi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import math
 import os
 import shutil
+import signal
 import sys
 import time
 from pathlib import Path
@@ -50,7 +54,7 @@ import jax
 import numpy as np
 
 from jaxrl import stats
-from jaxrl.experiment import checkpoint
+from jaxrl.experiment import checkpoint, guards
 from jaxrl.experiment.config import load_config_file, presets, resolve
 from jaxrl.experiment.driver import compile_chunk, compile_evaluate, final_returns
 from jaxrl.experiment.setup import Launch, build_setup
@@ -190,8 +194,9 @@ def run_group(
 
     With ``progress`` (a directory), the runner state and the evaluations so far are saved
     there after a chunk whenever ``save_every`` seconds of running have passed since the
-    last save (``SAVE_EVERY_S`` unless given), and a group whose ``progress`` holds a
-    checkpoint continues from it."""
+    last save (``SAVE_EVERY_S`` unless given) or a SIGINT or SIGTERM came (then saved and
+    ``guards.Interrupted`` raised), and a group whose ``progress`` holds a checkpoint
+    continues from it."""
     save_every = SAVE_EVERY_S if save_every is None else save_every
     start = time.perf_counter()
     setup = build_setup(cfg, Launch(seeds=size))
@@ -210,15 +215,19 @@ def run_group(
     evals = [np.asarray(e, np.float32) for e in done["evals"]]  # eval_return's dtype
     saving = 0.0  # seconds spent saving progress: not run time
     t0 = last_save = time.perf_counter()
-    for chunk in range(done["chunks"], setup.runner.num_chunks):
-        state, metrics = run_chunk(state)
-        metrics = jax.device_get(metrics)
-        last = np.asarray(metrics["eval_return"]).reshape(size, -1)[:, -1]
-        if np.isfinite(last).all():
-            steps_seen.append(int(np.asarray(metrics["step"]).reshape(size, -1)[0, -1]))
-            evals.append(last)
-        now = time.perf_counter()
-        if progress is not None and now - last_save >= save_every:
+    signals = None if progress is None else guards.StopSignals()
+    with signals or contextlib.nullcontext():
+        for chunk in range(done["chunks"], setup.runner.num_chunks):
+            state, metrics = run_chunk(state)
+            metrics = jax.device_get(metrics)
+            last = np.asarray(metrics["eval_return"]).reshape(size, -1)[:, -1]
+            if np.isfinite(last).all():
+                steps_seen.append(int(np.asarray(metrics["step"]).reshape(size, -1)[0, -1]))
+                evals.append(last)
+            now = time.perf_counter()
+            stop = signals is not None and signals.requested is not None
+            if progress is None or not (stop or now - last_save >= save_every):
+                continue
             meta = dict(
                 chunks=chunk + 1,
                 steps=steps_seen,
@@ -237,6 +246,14 @@ def run_group(
                 file=sys.stderr,
                 flush=True,
             )
+            if stop:
+                name = signal.Signals(signals.requested).name
+                raise guards.Interrupted(
+                    f"{progress.name}: stopped by {name} after chunk {chunk + 1} of "
+                    f"{setup.runner.num_chunks}, its progress saved; the same command "
+                    "continues it",
+                    signals.requested,
+                )
     jax.block_until_ready(state)
     run_time = done["run"] + time.perf_counter() - t0 - saving
     _, eval_key = setup.keys()
@@ -367,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except guards.Interrupted as e:
+        print(e, file=sys.stderr)
+        return e.exit_code
     load = os.getloadavg()
     section = (
         f"\n### presets.py {args.label}\n\n`python benchmarks/presets.py "

@@ -5,6 +5,8 @@ episodes of the policy it saved; and ``--seeds`` beyond memory refused in one li
 
 import io
 import math
+import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -191,34 +193,52 @@ def test_presets_benchmark_groups_resume_from_their_files(tmp_path, monkeypatch)
 
 
 def test_presets_benchmark_group_continues_from_its_progress(tmp_path, monkeypatch):
-    """A group stopped mid-run continues from its last saved progress and ends as the same
-    group run unbroken: same finals and curves, only the chunks not saved run again, and
-    the progress is removed once the group's file is written."""
+    """A group killed mid-run continues from its last periodic save, one stopped by SIGTERM
+    saves after its current chunk, and either ends as the same group run unbroken: same
+    finals and curves, only the chunks not saved run again; the progress is removed once
+    the group's file is written."""
+    import signal
+
     module = presets_benchmark()
     name, steps = "frozenlake-tabular_q", 3 * 10240  # three chunks, an evaluation each
     whole = module.run_preset(name, 2, steps, 2)
-    monkeypatch.setattr(module, "SAVE_EVERY_S", 0.0)  # saved after every chunk
     compile_chunk, calls = module.compile_chunk, []
 
-    class Stopped(Exception):
+    class Killed(Exception):
         pass
 
-    def counting(runner, state, stop_after=None):
+    def counting(runner, state, stop_at=None, signum=None):
         run_chunk = compile_chunk(runner, state)
 
         def run(state):
-            if stop_after is not None and len(calls) == stop_after:
-                raise Stopped
             calls.append(1)
+            if len(calls) == stop_at and signum is None:
+                raise Killed  # as a kill: no save after this
+            if len(calls) == stop_at:
+                os.kill(os.getpid(), signum)
+                time.sleep(0.2)  # the handler's thread notes it while the chunk runs
             return run_chunk(state)
 
         return run
 
-    monkeypatch.setattr(module, "compile_chunk", lambda r, s: counting(r, s, stop_after=2))
-    with pytest.raises(Stopped):
+    def saved(progress):
+        return [p.name for p in (progress / "checkpoints").iterdir() if p.name.isdigit()]
+
+    monkeypatch.setattr(module, "SAVE_EVERY_S", 0.0)  # a save after every chunk
+    monkeypatch.setattr(module, "compile_chunk", lambda r, s: counting(r, s, stop_at=2))
+    with pytest.raises(Killed):
         module.run_preset(name, 2, steps, 2, group_dir=tmp_path)
     (progress,) = tmp_path.glob("*.progress")
-    assert [p.name for p in (progress / "checkpoints").iterdir() if p.name.isdigit()] == ["2"]
+    assert saved(progress) == ["1"]
+    calls.clear()
+    monkeypatch.setattr(module, "SAVE_EVERY_S", 1e9)  # no periodic save: the signal's only
+    monkeypatch.setattr(
+        module, "compile_chunk", lambda r, s: counting(r, s, stop_at=1, signum=signal.SIGTERM)
+    )
+    with pytest.raises(module.guards.Interrupted, match="after chunk 2 of 3") as stopped:
+        module.run_preset(name, 2, steps, 2, group_dir=tmp_path)
+    assert stopped.value.exit_code == 143 and saved(progress) == ["2"] and len(calls) == 1
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
     calls.clear()
     monkeypatch.setattr(module, "compile_chunk", counting)
     resumed = module.run_preset(name, 2, steps, 2, group_dir=tmp_path)
