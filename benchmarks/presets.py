@@ -201,6 +201,7 @@ def run_group(
     start = time.perf_counter()
     setup = build_setup(cfg, Launch(seeds=size))
     done = dict(chunks=0, steps=[], evals=[], compile=0.0, run=0.0, wall=0.0)
+    t0 = time.perf_counter()  # compile time includes making (or reading) the first state
     if progress is not None and checkpoint.checkpoint_steps(progress):
         shape, shardings = setup.saved_shape(), setup.shardings()
         restored, _ = checkpoint.load_readable(progress, shape, None, shardings)
@@ -208,7 +209,6 @@ def run_group(
         print(f"{progress.name}: continuing after chunk {done['chunks']}", file=sys.stderr)
     else:
         state = setup.init_state()
-    t0 = time.perf_counter()
     run_chunk = compile_chunk(setup.runner, state)
     compile_time = time.perf_counter() - t0
     steps_seen = done["steps"]
