@@ -186,18 +186,16 @@ def run_group(
     size: int,
     target: float | None,
     progress: Path | None = None,
-    save_every: float | None = None,
 ) -> dict[str, Any]:
     """One program of ``size`` members (seeds ``cfg["run"]["seed"]`` on): per member the
     final greedy return, first-solve step and area under the curve; the evaluation curves
     ``[size, evaluations]``, and the compile, run and wall seconds (summed over sittings).
 
     With ``progress`` (a directory), the runner state and the evaluations so far are saved
-    there after a chunk whenever ``save_every`` seconds of running have passed since the
-    last save (``SAVE_EVERY_S`` unless given) or a SIGINT or SIGTERM came (then saved and
+    there after a chunk whenever ``SAVE_EVERY_S`` seconds of running have passed since the
+    last save or a SIGINT or SIGTERM came (then saved and
     ``guards.Interrupted`` raised), and a group whose ``progress`` holds a checkpoint
     continues from it."""
-    save_every = SAVE_EVERY_S if save_every is None else save_every
     start = time.perf_counter()
     setup = build_setup(cfg, Launch(seeds=size))
     done = dict(chunks=0, steps=[], evals=[], compile=0.0, run=0.0, wall=0.0)
@@ -226,7 +224,7 @@ def run_group(
                 evals.append(last)
             now = time.perf_counter()
             stop = signals is not None and signals.requested is not None
-            if progress is None or not (stop or now - last_save >= save_every):
+            if progress is None or not (stop or now - last_save >= SAVE_EVERY_S):
                 continue
             meta = dict(
                 chunks=chunk + 1,
