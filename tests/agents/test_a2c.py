@@ -16,7 +16,7 @@ from tests.agents.test_ppo import rollout
 def test_a2c_takes_one_unclipped_step_per_rollout():
     env = envs.make("CartPole-v1", num_envs=2)
     agent = agents.make("a2c", env.spec, hidden_sizes=(8,))
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     ro = rollout(agent, state, env, jax.random.PRNGKey(1), T=5)
     new, metrics = jax.jit(agent.update)(state, ro, jax.random.PRNGKey(2))
     assert int(new.updates) == 1 and int(new.step) == 10

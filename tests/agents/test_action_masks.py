@@ -46,7 +46,7 @@ CONFIGS = {
 def agent_and_state(request):
     name, overrides = CONFIGS[request.param]
     agent = agents.make(name, SPEC, **TINY, **overrides)
-    return request.param, agent, agent.init(jax.random.PRNGKey(0))
+    return request.param, agent, jax.jit(agent.init)(jax.random.PRNGKey(0))
 
 
 def test_acting_picks_the_only_legal_action(agent_and_state):
@@ -167,7 +167,7 @@ def test_dqn_loss_bootstraps_from_the_legal_action(double):
     agent = agents.make(
         "dqn", spec, **TINY | dict(buffer_size=2, double=double, gamma=gamma, max_grad_norm=None)
     )
-    state = agent.init(jax.random.PRNGKey(1))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(1))
     net = make_q_network(spec, (8,), False)
     q = lambda o: np.asarray(net.apply(state.params, jnp.asarray(o)))
     rng = np.random.default_rng(5)

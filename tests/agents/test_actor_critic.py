@@ -38,7 +38,7 @@ def policy_action(agent_name, state):
 
 def test_warm_up_is_uniform_in_the_box_then_the_policy():
     agent = agents.make("td3", SPEC, **TINY, learning_starts=5, exploration_noise="none")
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     act = jax.jit(agent.act, static_argnums=4)
     keys = jax.random.split(jax.random.PRNGKey(1), 2000)
     warm = np.asarray(jax.vmap(lambda k: act(state, OBS, (), k, True)[0])(keys))
@@ -55,7 +55,7 @@ def test_warm_up_is_uniform_in_the_box_then_the_policy():
 def test_gaussian_noise_is_added_in_normalized_units_per_dimension():
     sigma = (0.1, 0.3)
     agent = agents.make("td3", SPEC, **TINY, learning_starts=0, noise_sigma=sigma)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     key = jax.random.PRNGKey(7)
     action, _, extras = agent.act(state, OBS, (), key, True)
     noise_key = jax.random.split(key, 3)[1]
@@ -68,7 +68,7 @@ def test_gaussian_noise_is_added_in_normalized_units_per_dimension():
 
 def test_update_stores_normalized_actions_and_gates_learning():
     agent = agents.make("sac", SPEC, **TINY, learning_starts=4, updates_per_step=3)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     update = jax.jit(agent.update)
     rng = np.random.default_rng(0)
     data = rollout(rng)
@@ -87,7 +87,7 @@ def test_update_stores_normalized_actions_and_gates_learning():
 def test_ou_state_is_the_carry():
     opts = dict(exploration_noise="ou", noise_sigma=(0.3, 0.5), noise_theta=0.2, noise_dt=0.1)
     agent = agents.make("ddpg", SPEC, **TINY, learning_starts=100, **opts)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     np.testing.assert_array_equal(agent.init_carry(3), np.zeros((3, 2), np.float32))
     carry = jnp.array([[0.5, -0.5], [1.0, 2.0]])
     key = jax.random.PRNGKey(3)
@@ -126,7 +126,7 @@ CONV = dict(
 @pytest.mark.parametrize("name", ["sac", "td3"])
 def test_conv_encoders_of_actor_and_each_critic_are_trained(name):
     agent = agents.make(name, IMAGE_SPEC, **CONV, **({"policy_delay": 1} if name == "td3" else {}))
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     lr = state.learner
     actor_enc = lr.actor_params["params"]["SpecTorso_0"]
     critic_enc = lr.critic_params["params"]["critics"]["SpecTorso_0"]
@@ -154,7 +154,7 @@ def test_conv_encoders_of_actor_and_each_critic_are_trained(name):
 
 def test_vector_observations_keep_the_encoderless_networks():
     agent = agents.make("sac", EnvSpec("v", (3,), "float32", Box((1,), (-1.0,), (1.0,)), 1, 10))
-    params = agent.init(jax.random.PRNGKey(0)).learner.actor_params["params"]
+    params = jax.jit(agent.init)(jax.random.PRNGKey(0)).learner.actor_params["params"]
     assert sorted(params) == ["MLP_0", "log_std", "mean"]
 
 
@@ -239,7 +239,7 @@ def learned(name, steps, **options):
     """The state after ``steps`` updates of one env step each (learning from step 4)."""
     spec = EnvSpec("Box2", (3,), "float32", Box((2,), tuple(LOW), tuple(HIGH)), 1, 10)
     agent = agents.make(name, spec, **TINY, learning_starts=4, **options)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     update = jax.jit(agent.update)
     rng, states = np.random.default_rng(3), []
     for i in range(steps):

@@ -43,7 +43,7 @@ def numpy_input_gradients(params, x, eps=1e-6):
 def test_discriminator_loss_and_gradient_penalty_match_numpy():
     rng = np.random.default_rng(1)
     net = Discriminator((6,))
-    params = net.init(jax.random.PRNGKey(3), jnp.zeros((1, 4)))
+    params = jax.jit(net.init)(jax.random.PRNGKey(3), jnp.zeros((1, 4)))
     pos, neg = rng.normal(size=(5, 4)), rng.normal(size=(3, 4))
     w_gp = 10.0
     loss, parts = discriminator_loss(net, params, jnp.asarray(pos, jnp.float32),
@@ -80,7 +80,7 @@ def test_amp_learner_separates_reference_from_policy_data():
     policy = policy._replace(obs=policy.obs - 3, next_obs=policy.next_obs - 3)
     amp = make_amp(ref, hidden_sizes=(16,), lr=1e-2)
     h = {k: jnp.float32(v) for k, v in amp.hparams.items()}
-    state = amp.init(jax.random.PRNGKey(0))
+    state = jax.jit(amp.init)(jax.random.PRNGKey(0))
     update = jax.jit(amp.update)
     for i in range(30):
         state, metrics = update(state, policy, h, jax.random.PRNGKey(i))
@@ -98,7 +98,7 @@ def test_action_symmetry_rewards_symmetric_actions():
     sym = make_action_symmetry((0,), (1,), hidden_sizes=(16,), lr=1e-2)
     h = {k: jnp.float32(v) for k, v in sym.hparams.items()}
     batch = reference()._replace(action=np.tile(np.float32([0.8, -0.8]), (16, 1)))
-    state = sym.init(jax.random.PRNGKey(0))
+    state = jax.jit(sym.init)(jax.random.PRNGKey(0))
     for i in range(30):
         state, metrics = jax.jit(sym.update)(state, batch, h, jax.random.PRNGKey(i))
     assert float(metrics["d_positive"]) > 0.5 and float(metrics["d_negative"]) < -0.5

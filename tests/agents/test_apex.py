@@ -77,8 +77,8 @@ def numpy_priorities(q_online, q_target, stored, rows, envs_):
 def inserted(setup):
     """Two inserts of random rollouts by actors whose params differ from the learner's."""
     _, agent, p = setup
-    state = agent.init(jax.random.PRNGKey(0))
-    noise = functools.partial(jax.tree.map, lambda x: x + 0.3 * jnp.sin(7.0 * x + 1.0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
+    noise = jax.jit(functools.partial(jax.tree.map, lambda x: x + 0.3 * jnp.sin(7.0 * x + 1.0)))
     state = state.replace(actors={"params": noise(state.params), "target_params": state.params})
     rng = np.random.default_rng(0)
     rollouts = [rollout(rng), rollout(rng)]
@@ -118,12 +118,13 @@ def test_learner_update_is_prioritized_dqn(setup, inserted):
         **{k: v for k, v in CFG.items() if k not in ("num_actors", "actor_update_period")},
     )  # fmt: skip
     r = rainbow.update.args[0]
-    state = agent.init(jax.random.PRNGKey(1))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(1))
     batch = rollout(np.random.default_rng(1), flags=False)
     key = jax.random.PRNGKey(2)
     after, _ = jax.jit(agent.update)(state, batch, key)
-    ref = rainbow.init(jax.random.PRNGKey(1))
-    ref = ref.replace(buffer=apex.insert(p, state, batch), step=ref.step + T * N)
+    ref = jax.jit(rainbow.init)(jax.random.PRNGKey(1))
+    buffer = jax.jit(functools.partial(apex.insert, p))(state, batch)
+    ref = ref.replace(buffer=buffer, step=ref.step + T * N)
     ref, _ = jax.jit(functools.partial(q_learning.learn_from_replay, r), static_argnums=2)(
         ref, key, T * N
     )
@@ -137,7 +138,7 @@ def test_actors_act_with_their_copy_refreshed_every_period(setup):
     """Rows 5 (no refresh: period 8), then 10 (crossed 8: refreshed); acting with epsilon
     0 is greedy in the actors' copy, not the learner's parameters."""
     spec, agent, _ = setup
-    state = agent.init(jax.random.PRNGKey(3))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(3))
     update = jax.jit(agent.update)
     rng = np.random.default_rng(3)
     same = lambda a, b: jax.tree.all(jax.tree.map(np.array_equal, a, b))  # noqa: E731

@@ -39,7 +39,7 @@ def rollout(rng):
 def setup():
     spec = envs.make("Pendulum-v1", num_envs=N).spec
     agent = agents.make("apex_ddpg", spec, **CFG)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     bump = lambda tree, c: jax.tree.map(lambda x: x + c * jnp.cos(5.0 * x), tree)  # noqa: E731
     actors = {k: bump(v, 0.2 + 0.1 * i) for i, (k, v) in enumerate(state.actors.items())}
     return spec, agent, state.replace(actors=actors)

@@ -54,7 +54,7 @@ def test_n_step_loss_matches_hand_computation(done_at, kind, double):
     if done_at is not None:
         flags[done_at, 0] = True
     data = rollout(rng, n, 1, **({kind: flags} if kind else {}))
-    state = agent.init(jax.random.PRNGKey(1))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(1))
     _, metrics = jax.jit(agent.update)(state, data, jax.random.PRNGKey(2))
 
     net = make_q_network(spec(), (8,), False)
@@ -76,7 +76,7 @@ def test_learning_starts_and_hard_target_update():
     )
     rng = np.random.default_rng(1)
     update = jax.jit(agent.update)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     init_params = state.params
     same = lambda a, b: all(jax.tree.leaves(jax.tree.map(np.array_equal, a, b)))
 
@@ -99,7 +99,7 @@ def test_soft_target_update():
     agent = agents.make(
         "dqn", spec(2), **TINY | dict(learning_starts=0, target_update_period=8, tau=0.25)
     )
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     old_target = state.target_params
     state, _ = jax.jit(agent.update)(
         state, rollout(np.random.default_rng(2), 4, 2), jax.random.PRNGKey(1)
@@ -114,7 +114,7 @@ def test_act_greedy_and_epsilon_schedule():
     agent = agents.make(
         "dqn", spec(), **TINY | dict(epsilon_start=1.0, epsilon_end=0.0, epsilon_decay_steps=100)
     )
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     obs = jnp.asarray(np.random.default_rng(3).normal(size=(512, 4)), jnp.float32)
     greedy = np.argmax(np.asarray(make_q_network(spec(), (8,), False).apply(state.params, obs)), 1)
     act = jax.jit(agent.act, static_argnums=4)
@@ -157,7 +157,7 @@ def test_param_noise_scale_follows_the_kl_threshold_and_perturbed_greedy_acting(
     for eps, factor in ((1.0, 1.01), (0.0, 1 / 1.01)):
         opts = dict(param_noise=True, epsilon_start=eps, epsilon_end=eps, learning_starts=2)
         agent = agents.make("dqn", spec(2), **TINY, **opts)
-        state = agent.init(jax.random.PRNGKey(0))
+        state = jax.jit(agent.init)(jax.random.PRNGKey(0))
         update, rng = jax.jit(agent.update), np.random.default_rng(0)
         sigmas = []
         for i in range(3):

@@ -37,7 +37,7 @@ def stepped():
     agent = make(
         "maddpg", SPEC, hidden_sizes=[8], batch_size=8, buffer_size=64, learning_starts=2 * T * N
     )
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     rng = np.random.default_rng(1)
     rollout = Transition(
         jnp.asarray(rng.normal(size=(T, N, P, D)), jnp.float32),

@@ -64,7 +64,7 @@ def linear_data(n: int, seed: int) -> Transition:
 def phase():
     agent = agents.make("mbpo", SPEC, **OPTS)
     update = jax.jit(agent.update)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     first, m1 = update(state, jax.tree.map(jnp.asarray, linear_data(T, 0)), jax.random.PRNGKey(1))
     # Same shapes (no second compile); steps 256 -> 512 cross no model period (1,000).
     second, m2 = update(first, jax.tree.map(jnp.asarray, linear_data(T, 1)), jax.random.PRNGKey(2))

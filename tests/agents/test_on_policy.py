@@ -81,7 +81,7 @@ def masked_rollout(agent, state, legal, T=4):
 @pytest.mark.parametrize("name", ["ppo", "a2c"])
 def test_masked_actions_are_never_sampled_or_greedy(name):
     agent = agents.make(name, SPEC, **TINY[name])
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     legal = jax.random.randint(jax.random.PRNGKey(5), (N,), 0, A)
     obs = masked_obs(jax.random.PRNGKey(6), legal)
     keys = jax.random.split(jax.random.PRNGKey(7), 64)
@@ -99,7 +99,7 @@ def test_masked_actions_are_never_sampled_or_greedy(name):
 @pytest.mark.parametrize("name", ["ppo", "a2c"])
 def test_the_loss_sees_the_mask_that_acting_saw(name):
     agent = agents.make(name, SPEC, **TINY[name], normalize_obs=True, entropy_weight=0.01)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     legal = jax.random.randint(jax.random.PRNGKey(5), (N,), 0, A)
     ro = masked_rollout(agent, state, legal)
     new, metrics = jax.jit(agent.update)(state, ro, jax.random.PRNGKey(2))

@@ -153,7 +153,7 @@ def rollout(seed):
 
 def dqn_step(**options):
     agent = agents.make("dqn", SPEC, **TINY | options)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     new, _ = jax.jit(agent.update)(state, rollout(0), jax.random.PRNGKey(1))
     flat = lambda t: np.concatenate([np.ravel(x) for x in jax.tree.leaves(t)])
     return flat(state.params), flat(new.params)
@@ -180,7 +180,7 @@ def test_dqn_takes_the_optimizers_and_schedules_step():
 def test_exponential_epsilon_reaches_dqn():
     options = dict(epsilon_schedule="exponential", epsilon_decay=0.5, epsilon_end=0.01)
     agent = agents.make("dqn", SPEC, **TINY | options)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     _, metrics = jax.jit(agent.update)(state, rollout(0), jax.random.PRNGKey(1))
     np.testing.assert_allclose(metrics["epsilon"], 0.5 ** (4 / 2), rtol=1e-6)  # 4 steps, 2 envs
 
@@ -189,7 +189,7 @@ def test_ppo_reports_its_scheduled_lr():
     agent = agents.make("ppo", SPEC, hidden_sizes=(8,), num_minibatches=1,
                         update_epochs=1, anneal_lr=False, lr=1e-3, lr_schedule="cosine",
                         lr_decay_steps=8)  # fmt: skip
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     obs = jnp.zeros((2, 4))
     extras = jax.vmap(lambda k: agent.act(state, obs, (), k, True)[2])(
         jax.random.split(jax.random.PRNGKey(1), 2)

@@ -39,7 +39,7 @@ def rollout(agent, state, env, key, T=8):
 def test_discrete_act_samples_and_greedy_takes_the_argmax():
     env = envs.make("CartPole-v1", num_envs=3)
     agent = agents.make("ppo", env.spec, **TINY)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     obs = jax.random.normal(jax.random.PRNGKey(1), (3, 4))
     action, _, extras = agent.act(state, obs, (), jax.random.PRNGKey(2), True)
     logits, value = make_network(env.spec, agents.ppo.PPOConfig(**TINY)).apply(state.params, obs)
@@ -53,7 +53,7 @@ def test_discrete_act_samples_and_greedy_takes_the_argmax():
 def test_continuous_actions_are_clipped_to_the_box_and_log_prob_uses_the_raw_sample():
     env = envs.make("Pendulum-v1", num_envs=64)
     agent = agents.make("ppo", env.spec, **TINY, log_std_init=1.0)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     obs = jax.random.normal(jax.random.PRNGKey(1), (64, 3))
     action, _, extras = agent.act(state, obs, (), jax.random.PRNGKey(2), True)
     raw = np.asarray(extras["raw_action"])
@@ -74,7 +74,7 @@ def test_update_counts_steps_anneals_lr_and_updates_running_stats():
     agent = agents.make(
         "ppo", env.spec, **TINY, total_steps=32, normalize_obs=True, normalize_reward=True
     )
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     ro = rollout(agent, state, env, jax.random.PRNGKey(1))
     update = jax.jit(agent.update)
     new, metrics = update(state, ro, jax.random.PRNGKey(2))
@@ -92,13 +92,12 @@ def test_update_counts_steps_anneals_lr_and_updates_running_stats():
 def test_hparams_can_be_vmapped():
     env = envs.make("CartPole-v1", num_envs=2)
     agent = agents.make("ppo", env.spec, **TINY)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     ro = rollout(agent, state, env, jax.random.PRNGKey(1))
     hparams = jax.tree.map(lambda x: jnp.stack([x, x]), state.hparams)
     hparams = hparams.replace(lr=jnp.array([0.0, 1e-3]))
-    new, _ = jax.vmap(lambda h: agent.update(state.replace(hparams=h), ro, jax.random.PRNGKey(2)))(
-        hparams
-    )
+    update = lambda h: agent.update(state.replace(hparams=h), ro, jax.random.PRNGKey(2))  # noqa: E731
+    new, _ = jax.jit(jax.vmap(update))(hparams)
     leaf = lambda p: jax.tree.leaves(p)[0]
     np.testing.assert_array_equal(leaf(new.params)[0], leaf(state.params))
     assert jnp.any(leaf(new.params)[1] != leaf(state.params))
@@ -107,7 +106,7 @@ def test_hparams_can_be_vmapped():
 def test_user_mistakes_are_config_errors():
     env = envs.make("CartPole-v1", num_envs=3)
     agent = agents.make("ppo", env.spec, hidden_sizes=(8,), num_minibatches=4)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     ro = rollout(agent, state, env, jax.random.PRNGKey(1), T=3)
     with pytest.raises(ConfigError, match="not divisible by num_minibatches"):
         agent.update(state, ro, jax.random.PRNGKey(2))

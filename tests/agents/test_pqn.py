@@ -21,7 +21,7 @@ OPTIONS = dict(hidden_sizes=(16,), num_minibatches=1, update_epochs=1, gamma=0.9
 
 def test_update_loss_matches_numpy_q_lambda_and_acting_is_legal():
     agent = agents.make("pqn", SPEC, **OPTIONS)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     assert "LayerNorm_0" in state.params["params"]["torso"]
     rng = np.random.default_rng(0)
     legal = rng.integers(0, A, (T, N))

@@ -37,7 +37,7 @@ def rollout(rng, t, n, terminated=None):
 
 
 def changed(a, b):
-    return any(jax.tree.leaves(jax.tree.map(lambda x, y: bool((x != y).any()), a, b)))
+    return any(jax.tree.leaves(jax.tree.map(lambda x, y: bool(np.any(np.asarray(x) != y)), a, b)))
 
 
 @pytest.mark.parametrize(
@@ -57,7 +57,7 @@ def changed(a, b):
 )  # fmt: skip
 def test_each_flag_compiles_and_learns_a_step(flag):
     agent = agents.make("rainbow", spec(), **TINY | OFF | flag)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     update = jax.jit(agent.update)
     rng = np.random.default_rng(0)
     new_state, metrics = update(state, rollout(rng, 4, 2), jax.random.PRNGKey(1))
@@ -91,10 +91,11 @@ def test_all_flags_off_is_dqn():
     )
     rng = np.random.default_rng(1)
     data = [rollout(rng, 4, 2) for _ in range(3)]
-    states = [a.init(jax.random.PRNGKey(0)) for a in (dqn, rainbow)]
+    states = [jax.jit(a.init)(jax.random.PRNGKey(0)) for a in (dqn, rainbow)]
+    updates = [jax.jit(a.update) for a in (dqn, rainbow)]
     for i, batch in enumerate(data):
         key = jax.random.PRNGKey(i)
-        states = [a.update(s, batch, key)[0] for a, s in zip((dqn, rainbow), states, strict=True)]
+        states = [u(s, batch, key)[0] for u, s in zip(updates, states, strict=True)]
     jax.tree.map(np.testing.assert_array_equal, states[0].params, states[1].params)
 
 
@@ -112,7 +113,7 @@ def test_distributional_n_step_loss_matches_hand_computation(terminal_at):
     if terminal_at is not None:
         flags[terminal_at] = True
     data = rollout(rng, n, 1, terminated=flags)
-    state = agent.init(jax.random.PRNGKey(1))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(1))
     _, metrics = jax.jit(agent.update)(state, data, jax.random.PRNGKey(2))
 
     net = make_network(spec(1), RainbowConfig(**cfg))
@@ -133,7 +134,7 @@ def test_distributional_n_step_loss_matches_hand_computation(terminal_at):
 def test_noisy_acting_explores_and_evaluates_with_mean_weights():
     cfg = TINY | OFF | dict(noisy=True, sigma0=5.0)
     agent = agents.make("rainbow", spec(), **cfg)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     obs = jnp.asarray(np.random.default_rng(0).normal(size=(256, 4)), jnp.float32)
     act = jax.jit(agent.act, static_argnums=4)
     mean_q = make_network(spec(), RainbowConfig(**cfg)).apply(state.params, obs, deterministic=True)
@@ -156,7 +157,7 @@ def test_image_observations_use_compact_storage_and_the_nature_cnn(prioritized):
     )
     options = TINY | OFF | dict(prioritized=prioritized, n_step=2, buffer_size=32, batch_size=4)
     agent = agents.make("rainbow", image, **options)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     assert state.buffer.frames.shape == (16, 2, 36, 36)  # one frame per step, not the stack
     assert "Conv_0" in state.params["params"]["torso"]
     rng = np.random.default_rng(0)

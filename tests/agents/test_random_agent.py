@@ -10,7 +10,9 @@ def test_discrete_actions_uniform_over_all_actions():
     spec = envs.make("Acrobot", num_envs=3000).spec
     agent = agents.make("random", spec)
     obs = np.zeros((3000, *spec.obs_shape), np.float32)
-    action, _, extras = agent.act(agent.init(jax.random.PRNGKey(0)), obs, (), jax.random.PRNGKey(1))
+    action, _, extras = agent.act(
+        jax.jit(agent.init)(jax.random.PRNGKey(0)), obs, (), jax.random.PRNGKey(1)
+    )
     counts = np.bincount(np.asarray(action), minlength=3)
     assert action.shape == (3000,) and extras == {} and counts.size == 3
     assert (np.abs(counts - 1000) < 120).all()  # ~4 standard deviations
@@ -20,7 +22,9 @@ def test_box_actions_cover_the_bounds():
     spec = envs.make("Pendulum", num_envs=2000).spec
     agent = agents.make("random", spec)
     obs = np.zeros((2000, *spec.obs_shape), np.float32)
-    action, _, _ = agent.act(agent.init(jax.random.PRNGKey(0)), obs, (), jax.random.PRNGKey(1))
+    action, _, _ = agent.act(
+        jax.jit(agent.init)(jax.random.PRNGKey(0)), obs, (), jax.random.PRNGKey(1)
+    )
     action = np.asarray(action)
     assert action.shape == (2000, 1)
     assert action.min() >= -2.0 and action.max() <= 2.0
@@ -30,7 +34,7 @@ def test_box_actions_cover_the_bounds():
 def test_update_counts_steps_and_rejects_options():
     env = envs.make("CartPole", num_envs=4)
     agent = agents.make("random", env.spec)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     ts = jax.tree.map(
         lambda x: np.zeros((5, *x.shape), x.dtype), env.reset(jax.random.PRNGKey(0))[1]
     )

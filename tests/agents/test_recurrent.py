@@ -27,7 +27,7 @@ def setup():
         env_state, ts = env.reset(key)
         return collect(state, env_state, ts.obs, agent.init_carry(N), key)[1]
 
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     # One update first, so that the rollout's parameters are not the initial ones.
     state, _ = update(state, rollout(state, jax.random.PRNGKey(1)), jax.random.PRNGKey(2))
     ro = rollout(state, jax.random.PRNGKey(3))
@@ -89,7 +89,7 @@ def test_lstm_shapes_and_gaussian_actions():
     agent = agents.make("impala", env.spec, **TINY, shared_torso=True)
     carry = agent.init_carry(N)
     assert set(carry) == {"actor"} and carry["actor"][0].shape == (N, 6)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     env_state, ts = env.reset(jax.random.PRNGKey(1))
     ro = jax.jit(make_rollout(agent, env, 4))(state, env_state, ts.obs, carry, jax.random.key(2))[1]
     assert isinstance(ro, Transition) and ro.extras["carry"]["actor"][1].shape == (4, N, 6)

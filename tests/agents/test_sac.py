@@ -31,7 +31,7 @@ def test_one_gradient_step_matches_numpy(options):
     gamma, tau, lr = 0.9, 0.2, 1e-2
     opts = dict(TINY, gamma=gamma, tau=tau, alpha_lr=lr, **options)
     agent, cfg = agents.make("sac", SPEC, **opts), SACConfig(**opts)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     data = one_transition(1, False)
     key = jax.random.PRNGKey(2)
     new, metrics = jax.jit(agent.update)(state, data, key)

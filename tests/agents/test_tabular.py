@@ -42,7 +42,7 @@ def test_q_update_matches_a_numpy_loop_in_order():
 
 def test_update_applies_the_rollout_time_major_env_by_env():
     agent = agents.make("tabular_q", SPEC, alpha=0.5, gamma=0.8)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     rng = np.random.default_rng(1)
     t, n = 4, 2
     s, a, r, s_next, term = transitions(rng, t * n)
@@ -68,7 +68,7 @@ def test_acting_breaks_ties_at_random_and_explores_by_epsilon():
     assert set(np.unique(actions)) == {0, 2}
     assert abs((actions == 0).mean() - 0.5) < 0.05
     agent = agents.make("tabular_q", SPEC, epsilon_start=1.0, epsilon_decay_steps=100)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     state = state.replace(q=state.q.at[3, 1].set(1.0))
     obs = jax.nn.one_hot(jnp.full((4000,), 3), S)
     act = jax.jit(agent.act, static_argnums=4)

@@ -49,7 +49,7 @@ def test_critic_loss_matches_numpy(name, options, terminated):
     gamma = 0.9
     agent = agents.make(name, SPEC, **TINY, gamma=gamma, **options)
     cfg = agents.entry(name).config(**TINY, gamma=gamma, **options)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     data = one_transition(1, terminated)
     key = jax.random.PRNGKey(2)
     _, metrics = jax.jit(agent.update)(state, data, key)
@@ -81,7 +81,7 @@ def test_critic_loss_matches_numpy(name, options, terminated):
 def test_policy_and_target_updates_are_delayed():
     agent = agents.make("td3", SPEC, **TINY, policy_delay=3, tau=0.5)
     update = jax.jit(agent.update)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     changed = lambda a, b: not all(jax.tree.leaves(jax.tree.map(np.array_equal, a, b)))
     actor_steps, critic_steps = [], []
     for i in range(1, 7):

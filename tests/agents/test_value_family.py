@@ -58,7 +58,7 @@ def changed(a, b):
 def test_compiles_acts_and_learns(variant):
     name, options = VARIANTS[variant]
     agent = agents.make(name, SPEC, **TINY | options)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     update = jax.jit(agent.update)
     rng = np.random.default_rng(0)
     new, metrics = update(state, rollout(rng, 4, 2), jax.random.PRNGKey(1))
@@ -94,7 +94,7 @@ ONE = dict(hidden_sizes=(8,), batch_size=4, buffer_size=2, learning_starts=0, ga
 
 def _loss_of_first_update(name, cfg_cls, head, options, seed):
     agent = agents.make(name, SINGLE, **ONE | options)
-    state = agent.init(jax.random.PRNGKey(seed))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(seed))
     data = one_window(np.random.default_rng(seed))
     _, metrics = jax.jit(agent.update)(state, data, jax.random.PRNGKey(seed + 1))
     net = make_network(SINGLE, cfg_cls(**ONE | options), head, Exploration())

@@ -205,7 +205,7 @@ def test_storage_validity_and_gather_match_reference(
     h = _History(N, sum(sizes), stack, capacity, p_end, padding, stack_axis)
     buffer = _make(h, capacity, n, stack_axis=stack_axis, stack_padding=padding)
     L = capacity // N
-    state = buffer.init()
+    state = jax.jit(buffer.init)()
     add, gather = jax.jit(buffer.add), jax.jit(buffer.gather)
     rows, envs = np.divmod(np.arange(L * N), N)
     total = 0
@@ -457,7 +457,7 @@ def test_uniform_mode_ignores_update_priorities():
 
 def _assert_trees_equal(a, b, index=None):
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
-        np.testing.assert_array_equal(x, y if index is None else y[index])
+        np.testing.assert_array_equal(x, y if index is None else np.asarray(y)[index])
 
 
 def test_inside_scan_matches_sequential():

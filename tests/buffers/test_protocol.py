@@ -70,13 +70,14 @@ def test_compact_valid_matches_reference(n, stack):
     L, N = 9, 3
     rows = jnp.arange(L, dtype=jnp.int32)
     checked_valid = 0
+    valid = jax.jit(compact_valid, static_argnums=(5, 6))
     for trial in range(12):
         ended = rng.random((L, N)) < 0.3
         term = ended & (rng.random((L, N)) < 0.5)
         trunc = ended & ~term
         size = int(rng.integers(0, L + 1))
         position = int(rng.integers(0, L)) if size == L else size
-        got = compact_valid(
+        got = valid(
             jnp.asarray(term), jnp.asarray(trunc), jnp.int32(position), jnp.int32(size), rows,
             n, stack,
         )  # fmt: skip

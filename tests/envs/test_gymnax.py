@@ -113,7 +113,7 @@ def test_dqn_picks_minatar_cnn_and_runs_inside_scan():
         "dqn", env.spec, hidden_sizes=(16,), batch_size=8, buffer_size=512,
         learning_starts=64, target_update_period=64, epsilon_decay_steps=200,
     )  # fmt: skip
-    params = agent.init(jax.random.PRNGKey(0)).params["params"]
+    params = jax.jit(agent.init)(jax.random.PRNGKey(0)).params["params"]
     torso = params["torso"]
     assert torso["Conv_0"]["kernel"].shape == (3, 3, 4, 16)  # Young & Tian's conv
     assert torso["Dense_0"]["kernel"].shape == (8 * 8 * 16, 16)

@@ -56,7 +56,7 @@ def test_ppo_collector_action_probabilities():
     env = envs.make("CartPole", num_envs=3)
     agent = agents.make("ppo", env.spec, hidden_sizes=[8])
     collect = make_collector(agent, env)
-    values = collect(agent.init(jax.random.PRNGKey(0)), jax.random.PRNGKey(1))
+    values = collect(jax.jit(agent.init)(jax.random.PRNGKey(0)), jax.random.PRNGKey(1))
     assert set(values) == {"action_probs", "actions"}
     probs = values["action_probs"].reshape(STEPS * 3, 2)
     np.testing.assert_allclose(probs.sum(-1), 1.0, rtol=1e-6)

@@ -94,7 +94,7 @@ def test_init_parts_needs_init_from(tmp_path, capsys):
 def _state(key, hidden=(8,)):
     spec = envs.make("CartPole-v1", num_envs=2).spec
     agent = agents.make("dqn", spec, hidden_sizes=hidden, buffer_size=16, batch_size=4)
-    return agent.init(jax.random.PRNGKey(key))
+    return jax.jit(agent.init)(jax.random.PRNGKey(key))
 
 
 def stack(state, k):

@@ -26,7 +26,7 @@ def fake_setup(agent, spec, members):
 def test_exports_at_the_chunk_ends_past_each_multiple(tmp_path):
     spec = envs.make("CartPole-v1", num_envs=1).spec
     agent = agents.make("dqn", spec, hidden_sizes=(8,), buffer_size=16, batch_size=4)
-    states = [agent.init(jax.random.PRNGKey(i)) for i in range(2)]
+    states = [jax.jit(agent.init)(jax.random.PRNGKey(i)) for i in range(2)]
     export = resolve("export:every=600,format=stablehlo")
     assert isinstance(export, PeriodicExport)
     single = fake_setup(agent, spec, 1)

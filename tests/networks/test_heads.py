@@ -1,5 +1,7 @@
 """Categorical heads, noisy heads and torsos, and QNetwork's deterministic path vs NumPy."""
 
+import functools
+
 import flax.linen as nn
 import jax
 import numpy as np
@@ -128,12 +130,14 @@ def test_noisy_heads_and_torso():
         ),
     ]
     for module, reference, num_layers in cases:
-        params = module.init(KEY, x, deterministic=True)["params"]
+        init = jax.jit(functools.partial(module.init, deterministic=True))
+        params = init(KEY, x)["params"]
         assert set(params) == {f"NoisyLinear_{i}" for i in range(num_layers)}, module
-        mean = np.asarray(module.apply({"params": params}, x, deterministic=True))
+        apply = jax.jit(module.apply, static_argnames="deterministic")
+        mean = np.asarray(apply({"params": params}, x, deterministic=True))
         np.testing.assert_allclose(mean, reference(params), rtol=1e-5, atol=1e-5)
-        noisy = np.asarray(module.apply({"params": params}, x, rngs=NOISE))
-        again = np.asarray(module.apply({"params": params}, x, rngs=NOISE))
+        noisy = np.asarray(apply({"params": params}, x, rngs=NOISE))
+        again = np.asarray(apply({"params": params}, x, rngs=NOISE))
         assert noisy.shape == mean.shape
         np.testing.assert_array_equal(noisy, again)
         assert np.abs(noisy - mean).max() > 1e-3, module

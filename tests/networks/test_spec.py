@@ -32,12 +32,14 @@ def _obs(shape, dtype):
 def test_preset_reproduces_builtin_torso(name):
     builtin, shape, dtype, hidden = CASES[name]
     obs = _obs(shape, dtype)
-    params = builtin.init(KEY, obs)
+    params = jax.jit(builtin.init)(KEY, obs)
     spec = SpecTorso(PRESETS[name], hidden, obs_ndim=len(shape) - 1)
-    spec_params = spec.init(KEY, obs)
+    spec_params = jax.eval_shape(spec.init, KEY, obs)
     shapes = lambda p: jax.tree.map(lambda x: x.shape, p)  # noqa: E731
     assert shapes(spec_params) == shapes(params)  # same names, same shapes
-    np.testing.assert_array_equal(spec.apply(params, obs), builtin.apply(params, obs))
+    np.testing.assert_array_equal(
+        jax.jit(spec.apply)(params, obs), jax.jit(builtin.apply)(params, obs)
+    )
 
 
 def test_mlp_preset_with_layer_norm_reproduces_mlp():

@@ -67,8 +67,8 @@ def dense(p, x):
 def test_residual_block_matches_numpy():
     x = np.random.default_rng(0).normal(size=(2, 5, 6, 3)).astype(np.float32)
     block = ResidualBlock()
-    params = block.init(jax.random.PRNGKey(0), x)["params"]
-    got = np.asarray(block.apply({"params": params}, x))
+    params = jax.jit(block.init)(jax.random.PRNGKey(0), x)["params"]
+    got = np.asarray(jax.jit(block.apply)({"params": params}, x))
     for b in range(2):
         np.testing.assert_allclose(got[b], residual(x[b].astype(np.float64), params), atol=1e-4)
 
@@ -76,8 +76,8 @@ def test_residual_block_matches_numpy():
 def test_impala_cnn_matches_numpy():
     net = ImpalaCNN(hidden_sizes=(5,), channels=(2, 3))
     obs = np.random.default_rng(1).integers(0, 256, size=(2, 11, 9, 4), dtype=np.uint8)
-    params = net.init(jax.random.PRNGKey(0), obs)["params"]
-    got = np.asarray(net.apply({"params": params}, obs))
+    params = jax.jit(net.init)(jax.random.PRNGKey(0), obs)["params"]
+    got = np.asarray(jax.jit(net.apply)({"params": params}, obs))
     assert got.shape == (2, 5)
     for b in range(2):
         x = obs[b].astype(np.float64) / 255.0
@@ -106,8 +106,8 @@ def test_impala_cnn_atari_shapes():
 def test_minatar_cnn_matches_numpy():
     net = MinAtarCNN(hidden_sizes=(7,))
     obs = np.random.default_rng(2).integers(0, 2, size=(3, 10, 10, 4)).astype(bool)
-    params = net.init(jax.random.PRNGKey(0), obs)["params"]
-    got = np.asarray(net.apply({"params": params}, obs))
+    params = jax.jit(net.init)(jax.random.PRNGKey(0), obs)["params"]
+    got = np.asarray(jax.jit(net.apply)({"params": params}, obs))
     for b in range(3):
         p = params["Conv_0"]
         x = conv(obs[b].astype(np.float64), np.asarray(p["kernel"]), np.asarray(p["bias"]), "VALID")
@@ -115,7 +115,7 @@ def test_minatar_cnn_matches_numpy():
         want = np.maximum(dense(params["Dense_0"], np.maximum(x, 0).reshape(-1)), 0)
         np.testing.assert_allclose(got[b], want, rtol=1e-4, atol=1e-5)
     # 0/1 float channels are used as they are; uint8 frames are divided by 255.
-    as_float = np.asarray(net.apply({"params": params}, obs.astype(np.float32)))
+    as_float = np.asarray(jax.jit(net.apply)({"params": params}, obs.astype(np.float32)))
     np.testing.assert_allclose(as_float, got, rtol=1e-6)
 
 
@@ -128,8 +128,8 @@ def layer_norm(x, p):
 def test_minatar_cnn_with_layer_norm_matches_numpy():
     net = cnn_torso("minatar", (7, 5), layer_norm=True)
     obs = np.random.default_rng(3).integers(0, 2, size=(2, 10, 10, 4)).astype(np.float32)
-    params = net.init(jax.random.PRNGKey(1), obs)["params"]
-    got = np.asarray(net.apply({"params": params}, obs))
+    params = jax.jit(net.init)(jax.random.PRNGKey(1), obs)["params"]
+    got = np.asarray(jax.jit(net.apply)({"params": params}, obs))
     relu = lambda v: np.maximum(v, 0)
     for b in range(2):
         p = params["Conv_0"]

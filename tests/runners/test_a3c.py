@@ -60,7 +60,7 @@ def test_two_workers_apply_stale_gradients_with_bounded_lag():
 def test_the_update_is_its_gradient_applied():
     env = envs.make("CartPole-v1", num_envs=2)
     agent = agents.make("a3c", env.spec, **OPTIONS)
-    state = agent.init(jax.random.PRNGKey(0))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     runner = make_a3c_runner(agent, env, CONFIG, None, workers=1)
     transitions = runner.init(jax.random.PRNGKey(1))  # any rollout: collect one
     from jaxrl.runners.scan import make_rollout

@@ -105,7 +105,7 @@ def test_vmap_over_hyperparameters():
     agent, env = dqn_setup(num_envs=2)
     config = RunConfig(steps=128, rollout_len=4, log_every=64, eval_every=0)
     train = make_train(agent, env, config)
-    hparams = agent.init(jax.random.PRNGKey(0)).hparams
+    hparams = jax.jit(agent.init)(jax.random.PRNGKey(0)).hparams
     sweep = jax.tree.map(lambda x: jnp.stack([x, x]), hparams)
     sweep = sweep.replace(epsilon_end=jnp.array([0.5, 0.0]), lr=jnp.array([1e-3, 1e-2]))
     state, metrics = jax.jit(jax.vmap(train, in_axes=(None, 0)))(jax.random.PRNGKey(0), sweep)
