@@ -10,12 +10,24 @@ for bit (exit 1 if any differs).
 Each case is tiny (a few hundred env steps, learning started early) so that the whole set
 runs in a few minutes on a 2-core CPU; it still passes through acting, replay (uniform,
 prioritized, compact), every loss and the evaluation loop.
+
+The execution modes are cases too (``MODE_CASES``), run as a user runs them: the command
+line in a fresh process (``python -m jaxrl.train`` or ``jaxrl.launch``), fingerprinted by
+the rows of ``metrics.jsonl`` (all but the wall-clock fields) and every array of the final
+checkpoint, read with Orbax alone. They cover self-play, independent agents, Sebulba's
+actor threads in their synchronous mode, envs split over 2 devices, seeds and a sweep as
+one vmapped program, and one run over a job of 2 processes. A3C's asynchronous workers
+are left out: their order of updates is the threads' and is not repeatable.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -69,6 +81,90 @@ CASES = [
 ]
 
 
+# The execution modes through the command line: (case name, argv, fake CPU devices,
+# processes of a jaxrl.launch job). Small agents, a few chunks, checkpoint at the end.
+SMALL_DQN = "--agent.hidden_sizes [16] --agent.batch_size 8 --agent.learning_starts 64"
+SMALL_DQN += " --agent.buffer_size 512"
+SMALL_PPO = "--agent.hidden_sizes [16] --agent.num_minibatches 2 --agent.update_epochs 2"
+CHUNKS = "--run.log_every 256 --run.eval_every 512 --run.eval_episodes 4 --log="
+MODE_CASES = [
+    (
+        "mode_self_play",
+        f"--agent dqn --env tic_tac_toe --self-play --steps 1024 --num-envs 8 {SMALL_DQN}",
+        1,
+        1,
+    ),
+    (
+        "mode_independent_agents",
+        f"--agents dqn,dqn --env tic_tac_toe --steps 1024 --num-envs 8 {SMALL_DQN}",
+        1,
+        1,
+    ),
+    (
+        "mode_actor_threads",
+        f"--agent ppo --env CartPole --steps 2048 --num-envs 8 {SMALL_PPO} --run.rollout_len 16"
+        " --actor-threads 2 --sync-actors",
+        1,
+        1,
+    ),
+    (
+        "mode_devices",
+        f"--agent ppo --env CartPole --steps 2048 --num-envs 8 {SMALL_PPO} --run.rollout_len 16"
+        " --devices 2",
+        2,
+        1,
+    ),
+    (
+        "mode_seeds_sweep",
+        f"--agent dqn --env CartPole --steps 1024 --num-envs 4 {SMALL_DQN} --seeds 2"
+        " --sweep agent.lr=1e-3,3e-4",
+        1,
+        1,
+    ),
+    (
+        "mode_processes",
+        f"--agent ppo --env CartPole --steps 2048 --num-envs 8 {SMALL_PPO} --run.rollout_len 16",
+        2,
+        2,
+    ),
+]
+WALL_CLOCK = ("sps", "time", "elapsed", "compile_time", "run_time")
+
+
+def run_mode_case(argv: str, devices: int, processes: int) -> dict[str, np.ndarray]:
+    """Trains ``argv`` (plus ``CHUNKS``) from the command line in a fresh process (a job of
+    ``processes`` when > 1) on ``devices`` fake CPU devices per process; the fingerprint
+    of its ``metrics.jsonl`` rows and of its last checkpoint's arrays."""
+    import orbax.checkpoint as ocp
+
+    with tempfile.TemporaryDirectory() as tmp:
+        flags = os.environ.get("XLA_FLAGS", "")
+        env = {
+            **os.environ,
+            "XLA_FLAGS": f"{flags} --xla_force_host_platform_device_count={devices}",
+        }
+        command = [sys.executable, "-m", "jaxrl.train", *argv.split(), *CHUNKS.split()]
+        command += ["--logdir", tmp, "--seed", "3"]
+        if processes > 1:
+            launch = [sys.executable, "-m", "jaxrl.launch", "--processes", str(processes)]
+            command = [*launch, "--timeout", "300", "--", *command, "--devices", "all"]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp)
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr.strip().splitlines()[-1])
+        (run,) = [p for p in Path(tmp).iterdir() if p.is_dir()]
+        rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        out = {}
+        for key in sorted({k for row in rows for k in row} - set(WALL_CLOCK)):
+            values = [np.nan if row.get(key) is None else row[key] for row in rows]
+            if all(isinstance(v, int | float) for v in values):
+                out[f"metric/{key}"] = np.asarray(values, np.float64)
+        last = max((run / "checkpoints").iterdir(), key=lambda p: int(p.name))
+        arrays = ocp.StandardCheckpointer().restore((last / "state").resolve())
+        for i, leaf in enumerate(jax.tree.leaves(arrays)):
+            out[f"state/{i}"] = np.asarray(leaf)
+        return out
+
+
 def run_case(agent_name, env_name, env_kwargs, overrides, rollout_len):
     num_envs = 2
     env = envs.make(env_name, num_envs=num_envs, **env_kwargs)
@@ -117,12 +213,14 @@ def main() -> int:
         torsos.canonical_backward_default = lambda backend=None: False
     failed = 0
     print(f"{'case':<28} {'arrays':>6} {'result':<40} {'s':>6}")
-    for name, agent_name, env_name, env_kwargs, overrides, rollout_len in CASES:
+    cases = [(c[0], run_case, c[1:]) for c in CASES]
+    cases += [(c[0], run_mode_case, c[1:]) for c in MODE_CASES]
+    for name, run, case_args in cases:
         if args.only and name not in args.only:
             continue
         t0 = time.perf_counter()
         try:
-            out = run_case(agent_name, env_name, env_kwargs, overrides, rollout_len)
+            out = run(*case_args)
         except Exception as e:  # an env family not installed here
             print(f"{name:<28} {'-':>6} {'error: ' + str(e)[:60]:<40}")
             failed += args.compare is not None

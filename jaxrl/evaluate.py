@@ -19,11 +19,13 @@ and said; a checkpoint holding non-finite parameters is refused with exit code 3
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from jaxrl import trust
 from jaxrl.experiment.guards import NONFINITE_EXIT, NonFinite
 from jaxrl.types import ConfigError, member_axes, take_member
 
@@ -93,25 +95,38 @@ def _core(env_state: Any) -> Any:
     return getattr(env_state, "inner", env_state).core
 
 
-def record(agent, agent_state, cfg, key, path: str) -> int:
-    """Writes one greedy episode of the first member to ``path``; returns its frames."""
-    import jax
-    import numpy as np
-
-    from jaxrl import envs
-    from jaxrl.envs.render import render, renderable
-    from jaxrl.experiment.config import env_kwargs
+def check_video(cfg: dict[str, Any], agents: int) -> None:
+    """ConfigError (one line) unless one episode of ``cfg``'s env can be recorded: an env
+    that renders, imageio installed and a run of one agent."""
+    from jaxrl.envs.render import renderable
 
     name = cfg["env"]["name"]
+    if agents > 1:
+        raise ConfigError("--video records a run of one agent; this run has independent agents")
     if name not in renderable():
         raise ConfigError(
             f"--video: env '{name}' does not render; environments that do: "
             f"{', '.join(renderable())}"
         )
     try:
-        import imageio.v2 as imageio
+        import imageio.v2  # noqa: F401
     except ImportError:
         raise ConfigError("--video needs imageio: pip install 'jaxrl[video]'") from None
+
+
+def record(agent, agent_state, cfg, key, path: str) -> int:
+    """Writes one greedy episode of the first member to ``path``; returns its frames."""
+    import jax
+    import numpy as np
+
+    from jaxrl import envs
+    from jaxrl.envs.render import render
+    from jaxrl.experiment.config import env_kwargs
+
+    check_video(cfg, 1)
+    import imageio.v2 as imageio
+
+    name = cfg["env"]["name"]
     env = envs.make(name, num_envs=1, **env_kwargs(cfg))
     reset, step = jax.jit(env.reset), jax.jit(env.step)
     act = jax.jit(lambda s, obs, c, k: agent.act(s, obs, c, k, False)[:2])
@@ -138,8 +153,14 @@ def record(agent, agent_state, cfg, key, path: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    with contextlib.ExitStack() as stack:
+        return _main(argv, stack)
+
+
+def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
     try:
         args = parse_args(argv)
+        stack.enter_context(trust.trusted(args.imports))
         from jaxrl.networks.spec import import_modules
 
         import_modules(args.imports)
@@ -154,26 +175,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         setup, restored, skipped = restore_checkpoint(args.run_dir, args.step)
         for line in skipped:
             print(f"note: {line}; using checkpoint {restored.step}")
-        agent, state, cfg, launch = setup.agent, restored.state.agent_state, setup.cfg, setup.launch
-        check_finite_state(state, f"checkpoint {restored.step} of '{args.run_dir}'")
-        state = with_epsilon(state, args.epsilon)
+        cfg, launch = setup.cfg, setup.launch
+        check_finite_state(
+            restored.state.agent_state, f"checkpoint {restored.step} of '{args.run_dir}'"
+        )
+        policies = setup.policies(restored.state.agent_state)
+        if args.video:
+            check_video(cfg, len(policies))
         env = envs.make(cfg["env"]["name"], num_envs=args.episodes, **env_kwargs(cfg))
         key = jax.random.PRNGKey(args.seed)
-        returns = np.asarray(evaluate_returns(agent, state, env, key, launch.batched))
         policy = "greedy" if args.epsilon is None else f"epsilon {args.epsilon:g}"
+        names = ",".join(a["name"] for a in cfg.get("agents") or [cfg["agent"]])
         print(
-            f"{cfg['agent']['name']} on {cfg['env']['name']}, checkpoint {restored.step:,}, "
+            f"{names} on {cfg['env']['name']}, checkpoint {restored.step:,}, "
             f"{args.episodes} episodes, {policy}"
+            + (" (each agent against the random opponent)" if setup.players else "")
         )
         members = launch.members(cfg["run"]["seed"]) if launch.batched else [{}]
-        returns = returns if launch.batched else returns[None]
-        for member, r in zip(members, returns, strict=True):
-            name = " ".join(f"{k.removeprefix('agent.')}={v:g}" for k, v in member.items())
-            print(
-                f"{name + ': ' if name else ''}return mean {r.mean():.2f}  std {r.std():.2f}  "
-                f"min {r.min():.2f}  max {r.max():.2f}"
-            )
+        for label, agent, state in policies:
+            state = with_epsilon(state, args.epsilon)
+            returns = np.asarray(evaluate_returns(agent, state, env, key, launch.batched))
+            returns = returns if launch.batched else returns[None]
+            for member, r in zip(members, returns, strict=True):
+                name = " ".join(f"{k.removeprefix('agent.')}={v:g}" for k, v in member.items())
+                name = " ".join(n for n in (label, name) if n)
+                print(
+                    f"{name + ': ' if name else ''}return mean {r.mean():.2f}  "
+                    f"std {r.std():.2f}  min {r.min():.2f}  max {r.max():.2f}"
+                )
         if args.video:
+            _, agent, state = policies[0]
             first = take_member(state, 0) if launch.batched else state
             frames = record(agent, first, cfg, jax.random.PRNGKey(args.seed + 1), args.video)
             print(f"video: {args.video} ({frames} frames)")

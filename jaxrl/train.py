@@ -27,10 +27,12 @@ SIGINT or SIGTERM stops after the current chunk with a checkpoint and exit code 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from jaxrl import trust
 from jaxrl.experiment.guards import NONFINITE_EXIT, Interrupted, NonFinite
 from jaxrl.types import ConfigError
 
@@ -277,10 +279,25 @@ def _names(value: str) -> list[str]:
     return [name.strip() for name in value.split(",") if name.strip()]
 
 
+def named_modules(args: argparse.Namespace, overrides: dict[str, Any]) -> list[str]:
+    """The modules the command line names, which its names may import (``jaxrl.trust``):
+    ``--import``'s, and those of ``module:attr`` names in ``--agent``, ``--agents``,
+    ``--env``, ``--callback`` and ``--*.name`` overrides."""
+    names = [args.agent, args.env, *_names(args.agents or ""), *args.callback]
+    names += [v for k, v in overrides.items() if k.endswith(".name")]
+    return [*args.imports, *filter(None, map(trust.module_of, names))]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    with contextlib.ExitStack() as stack:
+        return _main(argv, stack)
+
+
+def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
     try:
         args, overrides = parse_args(argv)
+        stack.enter_context(trust.trusted(named_modules(args, overrides)))
         if _join(args) > 1 and args.devices is None:
             args.devices = "all"
         from jaxrl.networks.spec import import_modules

@@ -87,3 +87,44 @@ def test_ippo_cli_runs_to_the_end(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     (run_dir,) = tmp_path.iterdir()
     assert (run_dir / "summary.yaml").exists()
+
+
+def test_independent_agents_train_evaluate_export_and_resume(tmp_path, capsys):
+    """A run of independent agents (``--agents dqn,dqn``) evaluates (with TensorBoard's
+    evaluation histograms, per agent), checkpoints, resumes, and is evaluated and exported
+    per agent (each agent's state, not the tuple of them: the crash of
+    ``'tuple' object has no attribute 'params'``)."""
+    pytest.importorskip("tensorboardX")
+    from jaxrl.checkpoint import restore
+    from jaxrl.evaluate import main as evaluate
+    from jaxrl.export.__main__ import main as export
+    from tests.experiment.test_histograms import read_histograms
+
+    small = "--num-envs 4 --run.rollout_len 2 --run.log_every 64 --run.eval_every 64"
+    small += " --run.eval_episodes 4 --agent.learning_starts 16 --agent.batch_size 8"
+    small += " --agent.buffer_size 256 --agent.hidden_sizes [16] --log tensorboard"
+    argv = ["--agents", "dqn,dqn", "--env", "tic_tac_toe", "--steps", "128", *small.split()]
+    assert main([*argv, "--logdir", str(tmp_path)]) == 0
+    (run,) = tmp_path.iterdir()
+    tags = set(read_histograms(run))
+    assert tags == {f"eval/a{p}/{k}" for p in (0, 1) for k in ("q_values", "actions")}, tags
+
+    capsys.readouterr()
+    assert evaluate([str(run), "--episodes", "4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("dqn,dqn on tic_tac_toe, checkpoint 128")
+    assert [line.split(":")[0] for line in lines[1:]] == ["a0", "a1"]
+
+    assert export([str(run), "--format", "stablehlo"]) == 0
+    assert export([str(run), "--format", "stablehlo", "--player", "1"]) == 0
+    written = sorted(p.name for p in (run / "export").iterdir())
+    assert written == ["policy_128_a0.stablehlo", "policy_128_a1.stablehlo"]
+    assert export([str(run), "--format", "stablehlo", "--player", "2"]) == 2
+    assert "the run has agents 0-1" in capsys.readouterr().err
+
+    agents, states, _ = restore(run)
+    assert len(agents) == len(states) == 2
+    assert hasattr(states[1], "params")
+
+    assert main(["--resume", str(run), "--steps", "256"]) == 0
+    assert max(int(p.name) for p in (run / "checkpoints").iterdir()) == 256

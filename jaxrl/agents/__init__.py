@@ -9,10 +9,10 @@ agent works with the CLI, the runner and presets, as RLHive's registry allows.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
+from jaxrl import trust
 from jaxrl.types import Agent, ConfigError, EnvSpec
 from jaxrl.validation import build_config, config_to_dict
 
@@ -53,7 +53,7 @@ def entry(name: str) -> AgentEntry:
     if ":" in name:
         module_name, _, attr = name.partition(":")
         try:
-            module = importlib.import_module(module_name)
+            module = trust.import_module(module_name, f"agent '{name}'")
         except ImportError as e:
             raise ConfigError(f"cannot import agent module '{module_name}': {e}") from None
         if name in _REGISTRY:  # the module registered itself under this name

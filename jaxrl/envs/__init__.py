@@ -22,6 +22,7 @@ import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from jaxrl import trust
 from jaxrl.envs import classic, gymnasium
 from jaxrl.envs.core import VectorEnvState, make_vector_env
 from jaxrl.types import ConfigError, Env
@@ -154,8 +155,12 @@ def _lookup(name: str) -> str | None:
     return matches.pop() if len(matches) == 1 else None
 
 
-def _import(module_name: str, what: str) -> Any:
+def _import(module_name: str, what: str, user: bool = False) -> Any:
+    """``module_name``, imported for env ``what``; ``user``: a name a user gave, which
+    imports only a module the command line named (``jaxrl.trust``)."""
     try:
+        if user:
+            return trust.import_module(module_name, f"env {what!r}")
         return importlib.import_module(module_name)
     except ModuleNotFoundError as e:
         missing = e.name or ""
@@ -180,7 +185,7 @@ def _resolve(name: str) -> tuple[str, Factory]:
         module_name, _, attr = name.partition(":")
         if not module_name or not attr:
             raise ConfigError(f"bad env {name!r}: expected 'package.module:factory'")
-        module = _import(module_name, name)
+        module = _import(module_name, name, user=True)
         canonical = _lookup(attr)
         if canonical is None:
             factory = getattr(module, attr, None)

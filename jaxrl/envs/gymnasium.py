@@ -72,6 +72,9 @@ def _import_plugin(env_id: str) -> None:
 
 def check_id(env_id: str) -> str:
     """``env_id`` if Gymnasium knows it (after importing its plugin), else ``ConfigError``."""
+    from jaxrl import trust
+
+    trust.check(PREFIX + env_id, f"env '{PREFIX}{env_id}'")
     gym = _gymnasium()
     _import_plugin(env_id)
     registry = gym.envs.registry

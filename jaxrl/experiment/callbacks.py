@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from jaxrl import trust
 from jaxrl.types import ConfigError
 
 HOOKS = ("on_start", "on_chunk", "on_end")
@@ -115,10 +116,15 @@ def _kwargs(spec: str, text: str) -> dict[str, Any]:
     return out
 
 
-def _attr(spec: str, target: str) -> Any:
+def _attr(spec: str, target: str, user: bool = False) -> Any:
+    """The attribute ``target`` (``MODULE:ATTR``) of callback ``spec``; ``user``: a name a
+    user gave, which imports only a module the command line named (``jaxrl.trust``)."""
     module_name, _, attr = target.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        if user:
+            module = trust.import_module(module_name, f"--callback '{spec}'")
+        else:
+            module = importlib.import_module(module_name)
     except ImportError as e:
         raise ConfigError(
             f"--callback '{spec}': cannot import '{module_name}' ({e}); registered: "
@@ -142,7 +148,7 @@ def resolve(spec: str) -> Any:
         except TypeError as e:
             raise ConfigError(f"--callback '{spec}': {e}") from None
     elif colon and "=" not in rest:
-        callback = _attr(spec, spec)
+        callback = _attr(spec, spec, user=True)
         if isinstance(callback, type):
             callback = callback()
     else:

@@ -179,7 +179,7 @@ class _Driver:
         self.saver = checkpoint.CheckpointWriter(run_dir, keep=setup.launch.keep)
         batched = setup.launch.batched
         wants = self.writer.takes_histograms and not batched and jax.process_count() == 1
-        histograms = make_collector(setup.agent, setup.eval_env) if wants else None
+        histograms = _histograms(setup) if wants else None
         self.watchdog = guards.Watchdog(
             setup.launch.watchdog, run_dir / "watchdog-stacks.txt", f"; {_resume_hint(run_dir)}"
         )
@@ -276,6 +276,25 @@ class _Driver:
                 state, stopped = self.run_chunk(run_chunk, state)
             self.callbacks.end(self.event(state, []))
         return state
+
+
+def _histograms(setup: Setup) -> Any:
+    """``collect(agent_state, key)`` of the evaluation histograms (``make_collector``), or
+    None where the evaluation env has none; for independent agents each agent's under
+    its label (``a0/q_values``, ...)."""
+    agents = setup.players or (setup.agent,)
+    collectors = [make_collector(a, setup.eval_env) for a in agents]
+    if any(c is None for c in collectors):
+        return None
+
+    def collect(agent_state: Any, key: jax.Array) -> dict[str, Any]:
+        out = {}
+        for policy, c in zip(setup.policies(agent_state), collectors, strict=True):
+            prefix = f"{policy.label}/" if policy.label else ""
+            out.update({prefix + k: v for k, v in c(policy.state, key).items()})
+        return out
+
+    return collect
 
 
 def rounds(eval_episodes: int) -> int:

@@ -283,8 +283,10 @@ def restore(run_dir: str | Path, step: int | None = None) -> tuple[Agent, Any, d
     state at checkpoint ``step`` (default: the newest readable one), ready for
     ``agent.act(agent_state, obs, agent.init_carry(num_envs), key, False)``. For a run of
     several seeds or sweep points every leaf of ``agent_state`` has a leading member axis
-    (``launch.yaml`` lists them).
+    (``launch.yaml`` lists them). For a run of independent agents (``--agents``),
+    ``agent`` and ``agent_state`` are tuples, one entry per player.
     Raises ``ConfigError`` (one line) for a missing or corrupt run or checkpoint.
     """
     setup, restored, _ = restore_checkpoint(run_dir, step)
-    return setup.agent, restored.state.agent_state, setup.cfg
+    agent = setup.players or setup.agent
+    return agent, restored.state.agent_state, setup.cfg

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -33,6 +33,15 @@ from jaxrl.types import ConfigError
 
 LAUNCH_FILE = "launch.yaml"
 CONFIG_FILE = "config.yaml"
+
+
+class Policy(NamedTuple):
+    """One trained agent of a run: its label (``""`` for a run of one agent, ``a{p}`` for
+    player ``p``'s of independent agents), the agent and its state."""
+
+    label: str
+    agent: Any
+    state: Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,6 +175,18 @@ class Setup:
     mesh: Any = None  # members over devices (--seeds, --sweep)
     _hparams: Any = None
     env_mesh: Any = None  # one run's envs over devices (--devices)
+    players: tuple[Any, ...] = ()  # independent agents: one per player (--agents)
+
+    def policies(self, agent_state: Any) -> list[Policy]:
+        """The run's policies in ``agent_state`` (the runner state's): one, labelled ``""``,
+        or for independent agents one per player, labelled ``a0``, ``a1``, ...  (the
+        prefix of their metrics), each with its agent and its part of the state."""
+        if not self.players:
+            return [Policy("", self.agent, agent_state)]
+        return [
+            Policy(f"a{p}", a, s)
+            for p, (a, s) in enumerate(zip(self.players, agent_state, strict=True))
+        ]
 
     @property
     def run_config(self) -> RunConfig:
@@ -260,9 +281,9 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     eval_env = envs.make(cfg["env"]["name"], num_envs=run_cfg.eval_episodes, **kwargs)
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
     agent = agents.make(cfg["agent"]["name"], env.spec, **agent_options)
-    runner = runners.make(agent, env, run_cfg, eval_env)
+    runner, players = runners.make(agent, env, run_cfg, eval_env), ()
     if cfg.get("agents"):  # independent agents, one per player (runners/multi_agent.py)
-        runner = _independent(cfg, launch, env, eval_env, run_cfg)
+        runner, players = _independent(cfg, launch, env, eval_env, run_cfg)
     if jax.process_count() > 1:
         _check_job(launch)
     if launch.actor_threads:
@@ -271,7 +292,8 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
         members = launch.members(run_cfg.seed)
         return _split_envs(cfg, launch, env, eval_env, agent, runner, members)
     if not launch.batched:
-        return Setup(cfg, launch, env, eval_env, agent, runner, launch.members(run_cfg.seed))
+        members = launch.members(run_cfg.seed)
+        return Setup(cfg, launch, env, eval_env, agent, runner, members, players=players)
     if not runner.jittable:
         raise ConfigError(
             f"--seeds and --sweep need a JAX-native env; '{cfg['env']['name']}' is stepped "
@@ -291,11 +313,11 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     # An env on this process's emulators (ale-py) runs its members as one vector env on
     # the default device: its members are not split over devices.
     mesh = sweep.mesh_for(len(members)) if env.state_is_portable else None
-    return Setup(cfg, launch, env, eval_env, agent, runner, members, mesh)
+    return Setup(cfg, launch, env, eval_env, agent, runner, members, mesh, players=players)
 
 
-def _independent(cfg, launch, env, eval_env, run_cfg) -> Runner:
-    """The runner of ``cfg["agents"]``; ConfigError for what it cannot do."""
+def _independent(cfg, launch, env, eval_env, run_cfg) -> tuple[Runner, tuple[Any, ...]]:
+    """The runner of ``cfg["agents"]`` and its agents; ConfigError for what it cannot do."""
     from jaxrl.runners.multi_agent import make_multi_agent_runner
 
     if launch.sweep or launch.actor_threads or launch.devices != 1 or launch.init_from:
@@ -306,7 +328,7 @@ def _independent(cfg, launch, env, eval_env, run_cfg) -> Runner:
         agents.make(a["name"], env.spec, **{k: v for k, v in a.items() if k != "name"})
         for a in cfg["agents"]
     ]
-    return make_multi_agent_runner(made, env, run_cfg, eval_env)
+    return make_multi_agent_runner(made, env, run_cfg, eval_env), tuple(made)
 
 
 def _actor_learner(cfg, launch, env, eval_env, agent, run_cfg) -> Setup:

@@ -93,3 +93,12 @@ def to_onnx(fn: Callable[..., Any], inputs: dict[str, jax.ShapeDtypeStruct]) -> 
     from jaxrl.export.onnx_graph import to_onnx as graph_to_onnx
 
     return graph_to_onnx(fn, inputs, output_names(inputs))
+
+
+def policy_file(agent: Any, agent_state: Any, spec: EnvSpec, format: str, batch: int) -> bytes:
+    """The bytes of the greedy policy of ``agent_state`` in ``format`` (``FORMATS``): a
+    serialized StableHLO module or ONNX model (batch size ``batch``)."""
+    fn, inputs = greedy_policy(agent, agent_state, spec, batch)
+    if format == "onnx":
+        return to_onnx(fn, inputs).SerializeToString()
+    return to_stablehlo(fn, inputs)

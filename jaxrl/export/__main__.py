@@ -22,6 +22,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from jaxrl import trust
 from jaxrl.types import ConfigError
 
 
@@ -39,7 +40,18 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--step", type=int, help="checkpoint to export (default: the newest)")
     parser.add_argument("--out", help="output file (default RUN_DIR/export/policy_STEP.FORMAT)")
     parser.add_argument("--member", type=int, default=0, help="member of a --seeds run (0)")
+    parser.add_argument(
+        "--player", type=int, default=0, help="the agent of a run of independent agents (0)"
+    )
     parser.add_argument("--batch", type=int, default=1, help="ONNX batch size (default 1)")
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module first (one that registers the run's torso, env or agent)",
+    )
     args = parser.parse_args(argv)
     if args.batch < 1:
         raise ConfigError(f"--batch must be >= 1, got {args.batch}")
@@ -63,18 +75,23 @@ def _write_whole(path: Path, data: bytes) -> None:
 def export(args: argparse.Namespace) -> tuple[Path, int, int]:
     """Writes the file; returns ``(path, step, bytes)``."""
     from jaxrl import envs, export
-    from jaxrl.checkpoint import restore
-    from jaxrl.experiment.checkpoint import pick_step
     from jaxrl.experiment.config import env_kwargs
-    from jaxrl.experiment.setup import read_launch
+    from jaxrl.experiment.run import restore_checkpoint
     from jaxrl.types import take_member
 
     run_dir = Path(args.run_dir)
-    step = pick_step(run_dir, args.step)
-    agent, state, cfg = restore(run_dir, step)
-    if cfg["agent"]["name"] == "random":
+    setup, restored, skipped = restore_checkpoint(run_dir, args.step)
+    for line in skipped:
+        print(f"note: {line}; using checkpoint {restored.step}")
+    step, cfg, launch = restored.step, setup.cfg, setup.launch
+    policies = setup.policies(restored.state.agent_state)
+    if not 0 <= args.player < len(policies):
+        what = "one agent (0)" if len(policies) == 1 else f"agents 0-{len(policies) - 1}"
+        raise ConfigError(f"--player {args.player}: the run has {what}")
+    label, agent, state = policies[args.player]
+    name = (cfg.get("agents") or [cfg["agent"]])[args.player]["name"]
+    if name == "random":
         raise ConfigError("agent 'random' has no trained policy to export")
-    launch = read_launch(run_dir)
     if launch.batched:
         members = len(launch.members(cfg["run"]["seed"]))
         if not 0 <= args.member < members:
@@ -83,12 +100,10 @@ def export(args: argparse.Namespace) -> tuple[Path, int, int]:
     elif args.member != 0:
         raise ConfigError(f"--member {args.member}: the run has one member (0)")
     spec = envs.make(cfg["env"]["name"], num_envs=1, **env_kwargs(cfg)).spec
-    fn, inputs = export.greedy_policy(agent, state, spec, args.batch)
-    if args.format == "onnx":
-        data = export.to_onnx(fn, inputs).SerializeToString()
-    else:
-        data = export.to_stablehlo(fn, inputs)
-    path = Path(args.out) if args.out else run_dir / "export" / f"policy_{step}.{args.format}"
+    data = export.policy_file(agent, state, spec, args.format, args.batch)
+    suffix = f"_{label}" if label else ""
+    default = run_dir / "export" / f"policy_{step}{suffix}.{args.format}"
+    path = Path(args.out) if args.out else default
     _write_whole(path, data)
     return path, step, len(data)
 
@@ -97,7 +112,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = parse_args(argv)
-        path, step, size = export(args)
+        with trust.trusted(args.imports):
+            from jaxrl.networks.spec import import_modules
+
+            import_modules(args.imports)
+            path, step, size = export(args)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -4,7 +4,8 @@ run trains (Emote's ``OnnxExporter(interval)``), by ``jaxrl.export``.
 At the first chunk end past each multiple of ``every`` (as ``--checkpoint-every`` is
 rounded to whole chunks), ``PeriodicExport`` writes
 ``RUN_DIR/export/policy_STEP.FORMAT`` (for a ``--seeds``/``--sweep`` run one file per
-member, ``policy_STEP_mI.FORMAT``), the file ``python -m jaxrl.export RUN --step STEP``
+member, ``policy_STEP_mI.FORMAT``; for independent agents one per agent,
+``policy_STEP_aP.FORMAT``), the file ``python -m jaxrl.export RUN --step STEP``
 writes from the checkpoint of that step. Registered in ``jaxrl.experiment.callbacks``
 by name, so that module does not import this one.
 """
@@ -51,21 +52,24 @@ class PeriodicExport:
         from jaxrl import export
         from jaxrl.export.__main__ import _write_whole
 
-        setup, state = event.setup, event.agent_state
-        if setup.cfg["agent"]["name"] == "random":
-            return []
+        setup = event.setup
         members = range(len(setup.members)) if event.batched else [None]
+        names = [a["name"] for a in setup.cfg.get("agents") or [setup.cfg["agent"]]]
         paths = []
-        for member in members:
-            agent_state = state if member is None else take_member(state, member)
-            fn, inputs = export.greedy_policy(setup.agent, agent_state, setup.env.spec, self.batch)
-            if self.format == "onnx":
-                data = export.to_onnx(fn, inputs).SerializeToString()
-            else:
-                data = export.to_stablehlo(fn, inputs)
-            suffix = "" if member is None else f"_m{member}"
-            path = event.run_dir / "export" / f"policy_{event.step}{suffix}.{self.format}"
-            _write_whole(path, data)
-            paths.append(path)
+        for (label, agent, state), name in zip(
+            setup.policies(event.agent_state), names, strict=True
+        ):
+            if name == "random":
+                continue
+            for member in members:
+                agent_state = state if member is None else take_member(state, member)
+                data = export.policy_file(
+                    agent, agent_state, setup.env.spec, self.format, self.batch
+                )
+                parts = (label, "" if member is None else f"m{member}")
+                suffix = "".join(f"_{part}" for part in parts if part)
+                path = event.run_dir / "export" / f"policy_{event.step}{suffix}.{self.format}"
+                _write_whole(path, data)
+                paths.append(path)
         self.written += paths
         return paths

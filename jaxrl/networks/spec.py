@@ -200,12 +200,13 @@ def register_torso(name: str, fn: TorsoFn) -> None:
 
 def import_modules(names: Sequence[str]) -> None:
     """Imports each user module of ``--import MODULE`` (which may call ``register_torso``
-    or ``envs.register``); ConfigError (one line) for a module that cannot be found."""
-    import importlib
+    or ``envs.register``; looked up in the current directory too); ConfigError (one line)
+    for a module that cannot be found."""
+    from jaxrl import trust
 
     for name in names:
         try:
-            importlib.import_module(name)
+            trust.import_module(name, f"--import {name}")
         except ModuleNotFoundError as e:
             if e.name and (name == e.name or name.startswith(e.name + ".")):
                 raise ConfigError(f"--import: no module named {name!r}") from None

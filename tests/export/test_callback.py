@@ -9,12 +9,14 @@ import numpy as np
 
 from jaxrl import agents, envs
 from jaxrl.experiment.callbacks import Event, resolve
+from jaxrl.experiment.setup import Policy
 from jaxrl.export.callback import PeriodicExport
 
 
 def fake_setup(agent, spec, members):
     return types.SimpleNamespace(
         agent=agent,
+        policies=lambda agent_state: [Policy("", agent, agent_state)],
         env=types.SimpleNamespace(spec=spec),
         cfg={"agent": {"name": "dqn"}},
         members=[{"seed": i} for i in range(members)],
