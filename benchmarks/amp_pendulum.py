@@ -6,7 +6,7 @@
    transitions (the trained, stochastic policy's data) as AMP's reference data;
 3. one vmapped run, ``--seeds K --sweep agent.style_reward_weight=0,W``, trains SAC with
    AMP attached: members with weight 0 are plain SAC (bit for bit, see
-   tests/agents/test_amp.py), members with weight ``W`` are SAC + AMP, same program.
+   tests/agents/auxiliary/test_amp.py), members with weight ``W`` are SAC + AMP, same program.
 
 Prints a table per member (the first evaluation step at or above ``--threshold``, the
 final and best evaluation) and per weight (mean first step, IQM of final returns). Run

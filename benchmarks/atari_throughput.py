@@ -63,7 +63,7 @@ from rich.console import Console
 from rich.table import Table
 
 from jaxrl import agents, envs
-from jaxrl.agents.rainbow import RainbowConfig, make_network
+from jaxrl.agents.q_learning.rainbow import RainbowConfig, make_network
 from jaxrl.experiment.config import load_preset
 from jaxrl.runners import RunConfig, make_runner
 

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import jax
 import numpy as np
@@ -128,15 +129,13 @@ MODE_CASES = [
         2,
     ),
 ]
-WALL_CLOCK = ("sps", "time", "elapsed", "compile_time", "run_time")
+WALL_CLOCK = ("sps", "time", "elapsed", "compile_time", "run_time", "queue_wait_s", "apply_wait_s")
 
 
 def run_mode_case(argv: str, devices: int, processes: int) -> dict[str, np.ndarray]:
     """Trains ``argv`` (plus ``CHUNKS``) from the command line in a fresh process (a job of
     ``processes`` when > 1) on ``devices`` fake CPU devices per process; the fingerprint
     of its ``metrics.jsonl`` rows and of its last checkpoint's arrays."""
-    import orbax.checkpoint as ocp
-
     with tempfile.TemporaryDirectory() as tmp:
         flags = os.environ.get("XLA_FLAGS", "")
         env = {
@@ -159,10 +158,25 @@ def run_mode_case(argv: str, devices: int, processes: int) -> dict[str, np.ndarr
             if all(isinstance(v, int | float) for v in values):
                 out[f"metric/{key}"] = np.asarray(values, np.float64)
         last = max((run / "checkpoints").iterdir(), key=lambda p: int(p.name))
-        arrays = ocp.StandardCheckpointer().restore((last / "state").resolve())
+        arrays = _read_arrays(last / "state")
         for i, leaf in enumerate(jax.tree.leaves(arrays)):
             out[f"state/{i}"] = np.asarray(leaf)
         return out
+
+
+def _read_arrays(path: Path) -> Any:
+    """Every array of an Orbax checkpoint item, onto this process's first device (it may
+    have been saved split over several)."""
+    import orbax.checkpoint as ocp
+
+    checkpointer = ocp.StandardCheckpointer()
+    meta = checkpointer.metadata(path.resolve())
+    device = jax.sharding.SingleDeviceSharding(jax.devices()[0])
+    target = jax.tree.map(
+        lambda m: jax.ShapeDtypeStruct(m.shape, m.dtype, sharding=device),
+        getattr(meta, "item_metadata", meta),
+    )
+    return checkpointer.restore(path.resolve(), target)
 
 
 def run_case(agent_name, env_name, env_kwargs, overrides, rollout_len):

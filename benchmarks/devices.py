@@ -1,4 +1,4 @@
-"""One run's envs over D devices (``runners/devices.py``) against one device: the same
+"""One run's envs over D devices (``runners/distributed/devices.py``) against one device: the same
 returns at equal env steps, and the speed of each.
 
 On a CPU the devices are fake (``--xla_force_host_platform_device_count``): they share the
@@ -39,7 +39,7 @@ def main() -> None:
     from jaxrl import agents, envs
     from jaxrl.experiment.config import resolve
     from jaxrl.runners import RunConfig, make_runner
-    from jaxrl.runners.devices import data_parallel, env_mesh
+    from jaxrl.runners.distributed.devices import data_parallel, env_mesh
 
     cfg = resolve(agent=args.agent, env=args.env, steps=args.steps, num_envs=args.num_envs)
     run = RunConfig(**{**cfg["run"], "eval_every": 0, "stop_return": None})

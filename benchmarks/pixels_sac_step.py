@@ -26,8 +26,8 @@ from rich.console import Console
 from rich.table import Table
 
 from jaxrl import envs
-from jaxrl.agents.actor_critic import LearnerState, make_optimizer
-from jaxrl.agents.sac import SACConfig, sac_algorithm
+from jaxrl.agents.off_policy.core import LearnerState, make_optimizer
+from jaxrl.agents.off_policy.sac import SACConfig, sac_algorithm
 from jaxrl.experiment.config import resolve
 from jaxrl.experiment.setup import env_kwargs
 from jaxrl.types import Transition

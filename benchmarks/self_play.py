@@ -3,7 +3,7 @@
 Learning: the preset of ``python -m jaxrl.train --agent A --env GAME --self-play``
 (``configs/presets/connect_four-rainbow.yaml``, ``tic_tac_toe-dqn.yaml``) trained for
 ``--seeds`` seeds as one vmapped fused program (the seeds' members equal separate runs,
-tests/runners/test_self_play.py), with the greedy agent's win/draw/loss rates against the
+tests/runners/games/test_self_play.py), with the greedy agent's win/draw/loss rates against the
 uniform random opponent and the scripted one (win if it can, block if it must, else
 random) every evaluation, ``run.eval_episodes`` games each (the agent takes each seat in
 half of them):
@@ -34,7 +34,7 @@ from jaxrl import agents, envs
 from jaxrl.experiment.config import resolve
 from jaxrl.experiment.sweep import batch_runner
 from jaxrl.runners import RunConfig
-from jaxrl.runners.self_play import check_config, make_self_play_runner
+from jaxrl.runners.games.self_play import check_config, make_self_play_runner
 
 OUTCOMES = ("win", "draw", "loss")
 

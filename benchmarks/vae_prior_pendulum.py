@@ -1,5 +1,5 @@
 """SAC through a VAE action prior against SAC alone on Pendulum-v1, with demonstrations
-from a trained SAC policy (``agents/latent_prior.py``).
+from a trained SAC policy (``agents/auxiliary/latent_prior.py``).
 
 1. The demonstrations: ``--reference FILE.npz``, or made as ``benchmarks/amp_pendulum.py``
    makes its reference data (``make_reference``: SAC trained, its newest transitions
@@ -7,7 +7,7 @@ from a trained SAC policy (``agents/latent_prior.py``).
 2. one vmapped run, ``--seeds K --sweep agent.prior_weight=0,1 --agent.latent_prior true
    --agent.demo_file FILE``: every member pre-trains its VAE in ``init``; members with
    weight 0 act with the latent as the action (plain SAC, bit for bit: see
-   tests/agents/test_latent_prior.py), members with weight 1 through the decoder; same
+   tests/agents/auxiliary/test_latent_prior.py), members with weight 1 through the decoder; same
    program, seeds and machine.
 
 Prints, per member and per weight, the first evaluation at or above ``--threshold``, the

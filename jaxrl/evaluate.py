@@ -79,7 +79,7 @@ def evaluate_returns(agent, agent_state, env, key, batched: bool):
     import jax
 
     from jaxrl.runners import make_evaluate
-    from jaxrl.runners.matches import make_match, opponents
+    from jaxrl.runners.games.matches import make_match, opponents
 
     if env.spec.num_players > 1:  # a game: scores (+1/0/-1) against the random opponent
         evaluate = make_match(agent, env, opponents(env)["random"])

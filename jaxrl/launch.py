@@ -8,7 +8,7 @@ Examples::
 Runs ``--processes N`` copies of the command after ``--``, each with the environment
 variables ``JAXRL_COORDINATOR`` (``127.0.0.1:PORT``, a free port unless ``--coordinator``
 names one), ``JAXRL_NUM_PROCESSES``, ``JAXRL_PROCESS_ID`` and ``JAXRL_INIT_TIMEOUT``,
-which ``jaxrl.runners.topology.Topology.from_env`` reads (and ``jaxrl.train``: see its
+which ``jaxrl.runners.distributed.topology.Topology.from_env`` reads (and ``jaxrl.train``: see its
 ``--num-processes``) to join the processes into one JAX runtime (``jax.distributed``).
 On several machines, start one process per machine yourself with those variables (or
 ``jaxrl.train``'s flags) and the coordinator's address. The launcher waits for every
@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Sequence
 
-from jaxrl.runners.topology import DEFAULT_TIMEOUT, Topology
+from jaxrl.runners.distributed.topology import DEFAULT_TIMEOUT, Topology
 from jaxrl.types import ConfigError
 
 

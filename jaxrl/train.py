@@ -255,11 +255,11 @@ def _devices(value: str | None) -> int | str:
 
 def _join(args: argparse.Namespace) -> int:
     """Joins the job of ``--coordinator/--num-processes/--process-id`` (or of the
-    ``JAXRL_*`` variables ``python -m jaxrl.launch`` sets; ``runners.topology``): a peer
+    ``JAXRL_*`` variables ``python -m jaxrl.launch`` sets; ``runners.distributed.topology``): a peer
     that does not come within ``--init-timeout`` is a ``ConfigError``. Returns the job's
     process count (1: no job). A job of several processes trains one run over all the
     job's devices (``--devices all``, the default there; ``experiment.setup``)."""
-    from jaxrl.runners.topology import DEFAULT_TIMEOUT, Topology, join
+    from jaxrl.runners.distributed.topology import DEFAULT_TIMEOUT, Topology, join
 
     flags = (args.coordinator, args.num_processes, args.process_id)
     topology = Topology.from_env()
@@ -360,9 +360,9 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
             overrides=overrides,
         )
         if cfg.get("agents"):  # independent agents, one per player
-            from jaxrl.runners.multi_agent import check_config
+            from jaxrl.runners.games.independent import check_config
         else:
-            from jaxrl.runners.self_play import check_config
+            from jaxrl.runners.games.self_play import check_config
 
         check_config(cfg, bool(args.self_play))
         run_experiment(cfg, args.logdir, launch=launch)

@@ -34,7 +34,7 @@ Contracts v2 (what every later capability builds on):
   simultaneous-move env gives every leaf of ``obs`` a ``[N, num_players, ...]`` layout and
   takes actions ``[N, num_players, ...]``. Stitching each player's transitions across the
   other players' turns is the multi-agent runner's business, not the agents'
-  (``runners/self_play.py``). The turn-based runners call ``act`` per env, on a batch of
+  (``runners/games/self_play.py``). The turn-based runners call ``act`` per env, on a batch of
   one with the env's own key (``self_play.act_per_env``), so that exploration drawn once
   per call (noisy nets' parameter noise) is independent per env: an agent's action may not
   depend on its row's position in the batch. Single-agent runners act on the whole batch.
@@ -45,21 +45,21 @@ Contracts v2 (what every later capability builds on):
   a real branch under ``vmap``. ``take_member`` picks one member of a batched state.
 * **Per-env leaves are split over devices.** Every leaf whose leading axis is
   ``num_envs`` (env state, observations, carry) may be split over a device mesh while the
-  agent state is replicated (``runners/devices.py``, ``--devices``); so an agent must not
-  mix envs except through reductions (means, sums) that ``jax.jit`` can partition.
-  The one exception is a replay split by env into shards (``buffers/sharded.py``, a
-  leading ``[S]`` axis): ``runners/devices.py`` lays its shards over the same mesh, and
+  agent state is replicated (``runners/distributed/devices.py``, ``--devices``); so an agent
+  must not mix envs except through reductions (means, sums) that ``jax.jit`` can partition.
+  The one exception is a replay split by env into shards (``buffers/sharded.py``, a leading
+  ``[S]`` axis): ``runners/distributed/devices.py`` lays its shards over the same mesh, and
   sampling draws over all shards in proportion to their priorities. A checkpoint holds
-  arrays, not layouts: it restores onto any device count that divides the envs
-  (``--resume RUN --devices K``).
+  arrays, not layouts: it restores onto any device count that divides the envs (``--resume
+  RUN --devices K``).
 * **Actors that lag the learner.** An agent state may hold the actors' own copy of the
-  parameters in an optional ``actors`` field (None otherwise; Ape-X, ``agents/apex.py``),
-  refreshed on its own period; ``act`` uses that copy, ``update`` the learner's. An
-  ``update`` may also carry ``update.gradient(state, rollout, key)`` and
-  ``update.apply(state, gradient)`` with ``update(state, rollout, key)`` equal to
+  parameters in an optional ``actors`` field (None otherwise; Ape-X,
+  ``agents/q_learning/apex.py``), refreshed on its own period; ``act`` uses that copy,
+  ``update`` the learner's. An ``update`` may also carry ``update.gradient(state, rollout,
+  key)`` and ``update.apply(state, gradient)`` with ``update(state, rollout, key)`` equal to
   ``(apply(state, gradient(state, rollout, key)), metrics)``: the A3C runner
-  (``runners/a3c.py``) calls them from worker threads on stale parameters; other runners
-  call ``update``.
+  (``runners/distributed/a3c_workers.py``) calls them from worker threads on stale
+  parameters; other runners call ``update``.
 * **Greedy extras.** ``act(..., explore=False)`` may return ``q_values`` ``[N, A]``
   (Q-learning agents) or ``action_probs`` ``[N, A]`` (actor-critics) in its extras, for
   the evaluation histograms (``experiment/histograms.py``); callers that do not use them
@@ -68,7 +68,7 @@ Contracts v2 (what every later capability builds on):
   env) may be vmapped once: its members step one vector env of ``K x num_envs``
   emulators, split per member (``envs/atari.py``); a second vmap level is refused.
 * **Auxiliary learners and demonstrations.** A learner attached to an agent (AMP's
-  discriminator, later CURL or a VAE prior) is an ``agents.auxiliary.AuxLearner`` of pure
+  discriminator, later CURL or a VAE prior) is an ``agents.auxiliary.base.AuxLearner`` of pure
   functions ``init(key)``, ``update(aux_state, batch, hparams, key)`` and optionally
   ``reward(aux_state, batch, hparams) -> [B]`` (a term added to a sampled batch's reward
   before the agent's loss); its state (and read-only demonstrations,
@@ -85,7 +85,7 @@ Contracts v2 (what every later capability builds on):
   SAC: its critics' shared encoder, ``Algorithm.encoder``, the term's gradient added to
   the critic loss's).
 * **Acting through a prior.** An agent may act in a latent space that a frozen decoder
-  maps to the env's action (``agents/latent_prior.py``): its ``act`` returns the latent
+  maps to the env's action (``agents/auxiliary/latent_prior.py``): its ``act`` returns the latent
   in ``extras["latent"]``, the runners hand ``act``'s extras to ``update`` in the
   rollout, and its replay stores the latent; the wrapped agent is an ordinary
   actor-critic on the latent box.

@@ -1,5 +1,5 @@
 """The benchmark scripts still import: a name a refactor removed from ``jaxrl`` (as
-``DQN_FLAGS`` once was from ``jaxrl.agents.dqn``) fails here, not in a user's hands."""
+``DQN_FLAGS`` once was from ``jaxrl.agents.q_learning.dqn``) fails here, not in a user's hands."""
 
 from __future__ import annotations
 

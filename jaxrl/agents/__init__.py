@@ -89,7 +89,9 @@ def make(name: str, spec: EnvSpec, **overrides: Any) -> Agent:
 
 
 def _register_builtins() -> None:
-    from jaxrl.agents import a2c, a3c, dqn, impala, ppo, rainbow, random_agent
+    from jaxrl.agents import random_agent
+    from jaxrl.agents.on_policy import a2c, a3c, impala, ppo
+    from jaxrl.agents.q_learning import dqn, rainbow
 
     register(
         "dqn",
@@ -140,7 +142,7 @@ def _register_builtins() -> None:
     )
     _register_off_policy()
     _register_value_family()
-    from jaxrl.agents import maddpg, per_player
+    from jaxrl.agents.multi_agent import maddpg, per_player
 
     register(
         "ippo",
@@ -157,7 +159,7 @@ def _register_builtins() -> None:
         description="MADDPG (Lowe et al. 2017): decentralized actors, centralized critics, "
         "Gumbel-softmax actions; simultaneous-move games (mpe:simple_spread)",
     )
-    from jaxrl.agents import tabular
+    from jaxrl.agents.q_learning import tabular
 
     register(
         "tabular_q",
@@ -168,7 +170,7 @@ def _register_builtins() -> None:
 
 
 def _register_value_family() -> None:
-    from jaxrl.agents import apex, munchausen, pqn, quantile
+    from jaxrl.agents.q_learning import apex, munchausen, pqn, quantile
 
     register(
         "apex_dqn",
@@ -208,7 +210,7 @@ def _register_value_family() -> None:
 
 
 def _register_off_policy() -> None:
-    from jaxrl.agents import apex_ddpg, mbpo, sac, td3
+    from jaxrl.agents.off_policy import apex_ddpg, mbpo, sac, td3
 
     register(
         "apex_ddpg",

@@ -7,7 +7,7 @@ A rollout arrives from the runner as a ``Transition`` with leading axes ``[T, N]
 ``[num_minibatches, T * N / num_minibatches]``, so that an epoch is one ``lax.scan`` over
 the leading axis, every sample is used once per epoch, and no Python loop is unrolled
 (PureJaxRL; CleanRL's ``b_inds`` shuffling). Both work on any pytree whose leaves share
-those leading axes (dict observations included); ``agents/on_policy.py`` runs the epochs.
+those leading axes (dict observations included); ``agents/on_policy/core.py`` runs the epochs.
 """
 
 from __future__ import annotations

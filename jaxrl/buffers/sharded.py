@@ -3,12 +3,12 @@ r"""Prioritized replay split into shards, one (or more) per device of a mesh.
 Ape-X (Horgan et al. 2018, "Distributed Prioritized Experience Replay", arXiv:1803.00933)
 keeps one replay memory that many actors write to and one learner samples from. Here the
 memory of :mod:`jaxrl.buffers.prioritized` is split by environment into ``S`` shards:
-shard ``s`` stores envs ``[s N_s, (s + 1) N_s)`` (``N_s = N / S``), its own ring of rows
-and its own sum tree over its ``L N_s`` items. Every leaf of the state has a leading
-``[S]`` axis; with a ``mesh``, that axis is split over the mesh's devices (a sharding
-constraint inside every function, so ``jax.jit`` keeps each shard, its tree descent and
-its tree update on its device, as ``runners/devices.py`` splits envs). Envs that a device
-steps in ``data_parallel`` (contiguous blocks) are the envs whose shard it holds.
+shard ``s`` stores envs ``[s N_s, (s + 1) N_s)`` (``N_s = N / S``), its own ring of rows and
+its own sum tree over its ``L N_s`` items. Every leaf of the state has a leading ``[S]``
+axis; with a ``mesh``, that axis is split over the mesh's devices (a sharding constraint
+inside every function, so ``jax.jit`` keeps each shard, its tree descent and its tree update
+on its device, as ``runners/distributed/devices.py`` splits envs). Envs that a device steps
+in ``data_parallel`` (contiguous blocks) are the envs whose shard it holds.
 
 Items keep the unsharded buffer's index ``row * N + env`` (global env), so an agent sees
 one buffer: ``ReplaySample``, ``update_priorities`` and ``num_items`` mean what they mean

@@ -1,6 +1,6 @@
 """PettingZoo games on the host (``--env pz:connect_four_v3``), as turn-based envs of the
 multi-player contract of ``jaxrl.types``, so that the fused self-play and independent-agent
-runners (``runners/self_play.py``, ``runners/multi_agent.py``) train them unchanged.
+runners (``runners/games/self_play.py``, ``runners/games/independent.py``) train them unchanged.
 
 ``pz:ID`` names a PettingZoo environment module (``connect_four_v3``, searched in
 ``pettingzoo.classic``, ``butterfly`` and ``sisl``; or ``classic.tictactoe_v3``) with an

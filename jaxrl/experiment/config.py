@@ -37,7 +37,7 @@ from jaxrl.validation import build_config, config_to_dict
 PRESET_DIR = Path(__file__).resolve().parents[2] / "configs" / "presets"
 SECTIONS = ("agent", "env", "run")
 # Independent agents of a game, one per player (RLHive's ``agents:``): a list of agent
-# sections; ``agent`` is then the first of them (runners/multi_agent.py).
+# sections; ``agent`` is then the first of them (runners/games/independent.py).
 AGENTS = "agents"
 
 

@@ -43,7 +43,7 @@ from jaxrl.experiment import callbacks, checkpoint, guards, recorders, report
 from jaxrl.experiment.histograms import make_collector
 from jaxrl.experiment.logging import MetricsWriter
 from jaxrl.experiment.setup import Setup
-from jaxrl.runners.topology import is_primary
+from jaxrl.runners.distributed.topology import is_primary
 
 
 @dataclasses.dataclass
@@ -379,7 +379,7 @@ def drive(
     ``guards.Interrupted`` after saving when ``signals`` saw SIGINT or SIGTERM.
     """
     runner, run_cfg = setup.runner, setup.run_config
-    if not is_primary():  # a job's process 0 alone prints and writes (runners.topology)
+    if not is_primary():  # a job's process 0 alone prints and writes (runners.distributed.topology)
         console = Console(quiet=True)
     prepared = prepared or prepare(setup, restored)
     driver = _Driver(setup, run_dir, console, restored, signals)

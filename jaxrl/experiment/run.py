@@ -52,7 +52,7 @@ from jaxrl.experiment.setup import (
     write_run_files,
 )
 from jaxrl.runners import RunConfig
-from jaxrl.runners.topology import broadcast_text, is_primary
+from jaxrl.runners.distributed.topology import broadcast_text, is_primary
 from jaxrl.types import Agent, ConfigError
 from jaxrl.validation import build_config, config_to_dict
 
@@ -120,7 +120,7 @@ def run_experiment(
 
 
 def _new_run_dir(logdir: str | Path, cfg: dict[str, Any], launch: Launch) -> Path:
-    """A new run directory, created by process 0 of a job (``runners.topology``) and
+    """A new run directory, created by process 0 of a job (``runners.distributed.topology``) and
     named to the others; ConfigError on every process when it cannot be created."""
     error = run_dir = ""
     if is_primary():
@@ -206,7 +206,7 @@ def resume_experiment(
     ``steps`` changes the run's total env steps (the one config value a resume may
     change; never below the steps already done); ``checkpoint_every``, ``keep`` and
     ``watchdog`` replace those of ``launch.yaml``; so does ``devices``: the checkpoint is
-    restored onto the new device count's layout (``runners.devices``), every array as it
+    restored onto the new device count's layout (``runners.distributed.devices``), every array as it
     was saved, and the run goes on there. A newer unreadable checkpoint is
     skipped, and said.
     """

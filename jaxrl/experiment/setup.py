@@ -26,9 +26,10 @@ from jaxrl.envs.gymnasium import HostEnv
 from jaxrl.experiment import callbacks, sweep, warmstart
 from jaxrl.experiment.config import dump, env_kwargs, resolve
 from jaxrl.experiment.logging import check_loggers
-from jaxrl.runners import RunConfig, Runner, devices
-from jaxrl.runners.a3c import asynchronous_parts, make_a3c_runner
-from jaxrl.runners.sebulba import make_sebulba_runner
+from jaxrl.runners import RunConfig, Runner
+from jaxrl.runners.distributed import devices
+from jaxrl.runners.distributed.a3c_workers import asynchronous_parts, make_a3c_runner
+from jaxrl.runners.distributed.sebulba import make_sebulba_runner
 from jaxrl.types import ConfigError
 
 LAUNCH_FILE = "launch.yaml"
@@ -56,12 +57,12 @@ class Launch:
       loggers: where metric rows go besides ``metrics.jsonl``/``metrics.csv``
         (``jaxrl.experiment.logging.LOGGERS``: tensorboard, wandb).
       devices: local devices one run's envs are split over (``"all"``: every one;
-        ``jaxrl.runners.devices``); 1 runs on the default device.
+        ``jaxrl.runners.distributed.devices``); 1 runs on the default device.
       watchdog: seconds one chunk may run before the run is ended as wedged, with its
         threads' stacks written (``guards.Watchdog``); 0 turns it off. The default, an
         hour, is far above any chunk of a built-in preset (seconds on a CPU).
       actor_threads: 0 runs the fused program; K >= 1 runs Sebulba's K actor threads and
-        a learner on one host (``runners/sebulba.py``; JAX-native envs, one seed).
+        a learner on one host (``runners/distributed/sebulba.py``; JAX-native envs, one seed).
       queue_size: rollouts the actors may queue ahead of the learner (Sebulba).
       sync_actors: Sebulba's synchronous mode: no policy lag, repeatable bit for bit.
       callbacks: hooks the driver runs between chunks (``--callback``), each a spec
@@ -282,7 +283,7 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
     agent = agents.make(cfg["agent"]["name"], env.spec, **agent_options)
     runner, players = runners.make(agent, env, run_cfg, eval_env), ()
-    if cfg.get("agents"):  # independent agents, one per player (runners/multi_agent.py)
+    if cfg.get("agents"):  # independent agents, one per player (runners/games/independent.py)
         runner, players = _independent(cfg, launch, env, eval_env, run_cfg)
     if jax.process_count() > 1:
         _check_job(launch)
@@ -318,7 +319,7 @@ def build_setup(cfg: dict[str, Any], launch: Launch) -> Setup:
 
 def _independent(cfg, launch, env, eval_env, run_cfg) -> tuple[Runner, tuple[Any, ...]]:
     """The runner of ``cfg["agents"]`` and its agents; ConfigError for what it cannot do."""
-    from jaxrl.runners.multi_agent import make_multi_agent_runner
+    from jaxrl.runners.games.independent import make_multi_agent_runner
 
     if launch.sweep or launch.actor_threads or launch.devices != 1 or launch.init_from:
         raise ConfigError(

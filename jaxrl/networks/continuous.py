@@ -20,7 +20,7 @@ own loss (the separate encoders of CleanRL's ``sac_atari.py``, Christodoulou 201
 SAC-AE's/DrQ's shared critic encoder). With ``encoder`` None (the default) the networks
 are as they were, parameter for parameter.
 
-CURL's SAC (Laskin et al. 2020; ``agents/sac.py`` with ``curl``) shares one encoder
+CURL's SAC (Laskin et al. 2020; ``agents/off_policy/sac.py`` with ``curl``) shares one encoder
 instead: ``CriticEnsemble(shared_encoder=True)`` applies one encoder to the observation and
 the critics' heads to its features, and ``SquashedGaussianActor(detach_encoder=True)``
 stops the gradient at its encoder's output (its encoder's parameters are the critic's,

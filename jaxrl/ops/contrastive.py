@@ -1,6 +1,6 @@
 r"""CURL's pure parts (Laskin, Srinivas & Abbeel 2020, "CURL: Contrastive Unsupervised
 Representations for Reinforcement Learning", ICML): the random-crop augmentation and the
-bilinear InfoNCE loss. The learner that uses them is ``agents/curl.py``.
+bilinear InfoNCE loss. The learner that uses them is ``agents/auxiliary/curl.py``.
 
 Random crop. The paper renders DMControl frames at 100x100 and crops them to 84x84 at a
 random offset. An env whose frames cannot be rendered larger (Atari's 84x84 ALE frames,

@@ -30,12 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl.runners.scan import (
-    ChunkLayout,
-    RunConfig,
-    Runner,
-    learner_runner,
-)
+from jaxrl.runners.base import ChunkLayout, RunConfig, Runner, learner_runner
 from jaxrl.types import Agent, Transition, batched_spec, reset_carry
 
 

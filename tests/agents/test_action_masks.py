@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from jaxrl import agents
-from jaxrl.agents.dqn import make_q_network
-from jaxrl.agents.value_heads import categorical_head, expected_value_head
+from jaxrl.agents.q_learning.dqn import make_q_network
+from jaxrl.agents.q_learning.value_heads import categorical_head, expected_value_head
 from jaxrl.types import ArraySpec, Discrete, EnvSpec, Transition
 
 A = 4
@@ -36,7 +36,8 @@ CONFIGS = {
     "rainbow_noisy_eps": ("rainbow", dict(use_eps_greedy=True)),
     "rainbow_eps_expected": ("rainbow", dict(noisy=False, distributional=False)),
     # The sampling head (its own forward pass) and the Munchausen bonus (the first
-    # observation's mask); QR-DQN's and HL-Gauss's targets: tests/agents/test_value_family.py.
+    # observation's mask); QR-DQN's and HL-Gauss's targets:
+    # tests/agents/q_learning/test_value_family.py.
     "iqn": ("iqn", dict(num_tau_samples=4, num_tau_prime_samples=4, num_quantile_samples=4)),
     "mdqn": ("mdqn", {}),
 }

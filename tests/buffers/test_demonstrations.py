@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.agents import auxiliary
+from jaxrl.agents.auxiliary import base as auxiliary
 from jaxrl.buffers import make_uniform_replay
 from jaxrl.buffers.demonstrations import (
     demo_count,

@@ -81,7 +81,7 @@ out["bad_cli"] = train([*tiny, "--agent.replay_shards", "2", "--devices", "4"])
 out["bad_cli_written"] = os.path.exists(logdir) and os.listdir(logdir)
 from jaxrl import agents, envs
 from jaxrl.runners import RunConfig, make_runner
-from jaxrl.runners.devices import data_parallel, env_mesh
+from jaxrl.runners.distributed.devices import data_parallel, env_mesh
 env = envs.make("CartPole", num_envs=N)
 agent = agents.make("apex_dqn", env.spec, hidden_sizes=[16], batch_size=16, learning_starts=32,
                     num_actors=2, replay_shards=4, buffer_size=256)

@@ -11,7 +11,7 @@ pytest.importorskip("pettingzoo.classic.connect_four_v3")
 
 from jaxrl import agents, envs  # noqa: E402
 from jaxrl.runners import RunConfig  # noqa: E402
-from jaxrl.runners.self_play import make_self_play_runner  # noqa: E402
+from jaxrl.runners.games.self_play import make_self_play_runner  # noqa: E402
 from jaxrl.types import ACTION_MASK, OBS, ConfigError  # noqa: E402
 from tests.envs.test_games import play  # noqa: E402
 

@@ -52,7 +52,9 @@ def imports_of(path: Path, modules: set[str]) -> set[str]:
         else:
             continue
         for name in names:
-            while name and name not in modules:  # jaxrl.agents.dqn.X -> jaxrl.agents.dqn
+            while (
+                name and name not in modules
+            ):  # jaxrl.agents.q_learning.dqn.X -> jaxrl.agents.q_learning.dqn
                 name = name.rpartition(".")[0]
             if name:
                 found.add(name)
@@ -105,3 +107,31 @@ def test_graph_sees_function_level_and_package_imports():
 def test_no_import_cycle():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def family_graph(parent: str) -> dict[str, set[str]]:
+    """The import graph between the subpackages of ``parent`` (``jaxrl.agents``: its
+    families): an edge where a module of one imports a module of another."""
+    prefix = parent + "."
+
+    def family(module: str) -> str | None:
+        parts = module.removeprefix(prefix).split(".")
+        return prefix + parts[0] if module.startswith(prefix) and len(parts) > 1 else None
+
+    graph: dict[str, set[str]] = {}
+    for module, imports in import_graph().items():
+        if (mine := family(module)) is not None:
+            theirs = {f for f in map(family, imports) if f not in (None, mine)}
+            graph.setdefault(mine, set()).update(theirs)
+    return graph
+
+
+def test_agent_families_and_runner_modes_depend_one_way():
+    """The agent families (and the runners' packages) form layers: no family imports one
+    that imports it back, through any module of either."""
+    agents = family_graph("jaxrl.agents")
+    assert {"jaxrl.agents.q_learning", "jaxrl.agents.common"} <= set(agents)
+    assert agents["jaxrl.agents.common"] == set()  # shared by all, imports none
+    for parent in ("jaxrl.agents", "jaxrl.runners"):
+        cycle = find_cycle(family_graph(parent))
+        assert cycle is None, "family cycle: " + " -> ".join(cycle)

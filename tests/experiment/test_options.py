@@ -8,9 +8,9 @@ import dataclasses
 
 import pytest
 
-from jaxrl.agents.actor_critic import OffPolicyConfig
-from jaxrl.agents.sac import SACConfig
-from jaxrl.agents.td3 import DDPGConfig, TD3Config
+from jaxrl.agents.off_policy.core import OffPolicyConfig
+from jaxrl.agents.off_policy.sac import SACConfig
+from jaxrl.agents.off_policy.td3 import DDPGConfig, TD3Config
 from jaxrl.runners import RunConfig
 from jaxrl.types import ConfigError
 from jaxrl.validation import build_config, declared_range

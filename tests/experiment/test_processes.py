@@ -1,5 +1,5 @@
 """``python -m jaxrl.train`` as one run over a job of several processes
-(``python -m jaxrl.launch``, ``runners/topology.py``): 2 processes of 2 fake CPU devices
+(``python -m jaxrl.launch``, ``runners/distributed/topology.py``): 2 processes of 2 fake CPU devices
 each train what 1 process of 4 devices trains, process 0 alone writes the run directory,
 every process saves the checkpoints with Orbax, and a resume as 2 processes goes on from
 them as the one-process run went on."""
@@ -114,8 +114,8 @@ def test_what_a_job_of_processes_cannot_run_is_one_line(monkeypatch):
     import jax
 
     from jaxrl.experiment.setup import Launch, _check_job
-    from jaxrl.runners.devices import env_mesh
-    from jaxrl.runners.topology import broadcast_text
+    from jaxrl.runners.distributed.devices import env_mesh
+    from jaxrl.runners.distributed.topology import broadcast_text
     from jaxrl.types import ConfigError
 
     assert broadcast_text("runs/x") == "runs/x"

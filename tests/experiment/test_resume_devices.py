@@ -16,7 +16,7 @@ SCRIPT = textwrap.dedent(
     import jax, numpy as np
     from jaxrl.experiment import checkpoint
     from jaxrl.experiment.run import build
-    from jaxrl.runners import devices
+    from jaxrl.runners.distributed import devices
     from jaxrl.train import main as train
 
     out_dir = os.environ["OUT_DIR"]

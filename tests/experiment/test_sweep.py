@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl.agents.rainbow import RainbowHparams
+from jaxrl.agents.q_learning.rainbow import RainbowHparams
 from jaxrl.experiment.sweep import check_sweep, grid, member_hparams, parse_sweep
 from jaxrl.train import main
 from jaxrl.types import ConfigError

@@ -259,7 +259,7 @@ def test_off_policy_conv_encoders_take_the_backward_pass_the_backend_chooses(age
     """SAC's, TD3's and DDPG's encoders built from a torso spec (``make_encoder``) use the
     canonical backward pass exactly where the torso builders do (on the CPU)."""
     from jaxrl import agents
-    from jaxrl.agents.actor_critic import make_encoder
+    from jaxrl.agents.off_policy.core import make_encoder
     from jaxrl.types import Box, EnvSpec
     from jaxrl.validation import build_config
 

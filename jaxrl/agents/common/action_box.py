@@ -1,0 +1,21 @@
+"""The bounds of a continuous action space, as the agents that act in one need them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxrl.types import Box, ConfigError, EnvSpec
+
+
+def action_box(spec: EnvSpec, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(low, high)`` ``[A]`` float32 of a 1-D finite ``Box`` spec; ConfigError otherwise."""
+    space = spec.action_space
+    if not isinstance(space, Box) or len(space.shape) != 1:
+        raise ConfigError(
+            f"agent '{name}' needs a 1-D continuous (Box) action space, but {spec.name} has "
+            f"{space}; use a continuous-action env such as Pendulum-v1"
+        )
+    low, high = np.asarray(space.low, np.float32), np.asarray(space.high, np.float32)
+    if not (np.isfinite(low).all() and np.isfinite(high).all() and (low < high).all()):
+        raise ConfigError(f"agent '{name}' needs finite bounds low < high, got {space}")
+    return low, high

@@ -1,0 +1,1 @@
+"""Learners of several players: MADDPG and independent per-player learners (IPPO)."""

@@ -1,0 +1,268 @@
+r"""Soft Actor-Critic (Haarnoja et al. 2018, "Soft Actor-Critic Algorithms and Applications",
+arXiv:1812.05905), with automatic entropy tuning.
+
+Built on the shared skeleton ``agents/off_policy/core.py`` (replay, warm-up, update loop);
+this file holds the policy and the losses of one gradient step on a minibatch
+``(s, a, r, s', terminated)`` of ``B`` transitions, in Stable-Baselines3's order:
+
+* critics (twin by default, ``num_critics``), with :math:`a' \sim \pi(\cdot|s')`:
+
+  .. math:: y = \text{reward\_scale}\, r + \gamma (1 - d)
+            \big(\min_k Q_{\bar\phi_k}(s', a') - \alpha \log\pi(a'|s')\big),\qquad
+            L_Q = \tfrac12 \sum_k \operatorname{mean}_B (Q_{\phi_k}(s, a) - y)^2
+
+* actor, reparameterized :math:`\tilde a = \tanh(\mu + \sigma\varepsilon)` (the
+  squashed Gaussian of ``ops/squashed_gaussian.py``), against the updated critics:
+
+  .. math:: L_\pi = \operatorname{mean}_B\big(\alpha\log\pi(\tilde a|s)
+            - \min_k Q_{\phi_k}(s,\tilde a)\big)
+
+* temperature, when ``autotune_alpha`` (eq. 18), with its own Adam and ``alpha_lr``:
+
+  .. math:: L_\alpha = -\operatorname{mean}_B\big(\log\alpha\,
+            (\log\pi(\tilde a|s) + \bar{\mathcal H})\big),\quad
+            \bar{\mathcal H} = \text{target\_entropy} \;(\text{default } -|A|)
+
+  otherwise :math:`\alpha` is fixed at ``alpha`` (``hparams["alpha"]``);
+* Polyak targets :math:`\bar\phi \leftarrow (1-\tau)\bar\phi + \tau\phi` every step.
+
+Log-probabilities are of the normalized action in ``[-1, 1]^A`` (the reference code's
+convention), so ``target_entropy = -|A|`` means the same for every action box.
+
+CURL from pixels (``curl``; Laskin, Srinivas & Abbeel 2020, "CURL", ICML, Section 4 and
+Figure 2; reference code ``MishaLaskin/curl``, ``curl_sac.py``): the critics share one
+encoder (``CriticEnsemble(shared_encoder=True)``), trained by the critic loss plus CURL's
+InfoNCE term (``agents/auxiliary/curl.py``, the same auxiliary learner as CURL-Rainbow's: its
+gradient is added to the critic loss's by ``off_policy.parts.loss_term_step``), and the
+actor reads the same encoder *detached*: its encoder parameters are the critic's, copied in
+after every critic step, and its loss stops the gradient at the encoder's output
+(``SquashedGaussianActor(detach_encoder=True)``). The momentum (key) encoder is the CURL
+learner's own EMA of the critic's encoder with ``curl_tau`` (the paper's 0.05; the
+reference's is the target critic's encoder, also at 0.05, while here the target critics
+keep SAC's ``tau``). Unlike the reference, the encoder is the whole torso (convolutions and
+the dense layer; the reference detaches after the convolutions, so its actor trains its
+own copy of the dense layer), the RL losses see the un-augmented frames (pad-and-crop
+keeps their size, as in CURL-Rainbow) and a projection head sits before ``W``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from jaxrl.agents.auxiliary.base import Encoder
+from jaxrl.agents.auxiliary.latent_prior import with_latent_prior
+from jaxrl.agents.common.action_box import action_box
+from jaxrl.agents.off_policy.core import (
+    Algorithm,
+    LearnerState,
+    OffPolicyConfig,
+    critic_regression,
+    make_critic,
+    make_encoder,
+    make_off_policy_agent,
+    make_optimizer,
+    optimizer_step,
+    td_target,
+)
+from jaxrl.networks.continuous import SquashedGaussianActor
+from jaxrl.ops.squashed_gaussian import squashed_gaussian_sample
+from jaxrl.ops.targets import soft_update
+from jaxrl.types import Agent, ConfigError, EnvSpec
+from jaxrl.validation import build_config, option
+
+
+@dataclasses.dataclass(frozen=True)
+class SACConfig(OffPolicyConfig):
+    """SAC options; defaults are Haarnoja et al. 2018 (arXiv:1812.05905, Table 1) unless
+    noted. The shared fields are documented in ``OffPolicyConfig``.
+
+    Attributes:
+      hidden_sizes: (256, 256). actor_lr, critic_lr, alpha_lr: Adam, 3e-4 each.
+      gamma: 0.99. tau: 0.005 (target update every gradient step).
+      buffer_size: 1e6. batch_size: 256. updates_per_step: 1.
+      learning_starts: 10,000 random steps (softlearning's ``n_initial_exploration_steps``).
+      num_critics: critics in the ensemble, minimum taken over all (2: clipped double Q).
+      alpha: the initial temperature (1.0, as Stable-Baselines3 and machin's
+        ``initial_entropy_alpha``), or the fixed one when ``autotune_alpha`` is off.
+      autotune_alpha: tune ``log_alpha`` towards ``target_entropy`` (eq. 18).
+      target_entropy: None means ``-|A|``.
+      reward_scale: 1 with a tuned temperature (the 2018a paper used 5 with fixed alpha).
+      exploration_noise: "none": the stochastic policy explores by itself.
+      log_std_min, log_std_max: clip of the actor's log-std (-20, 2).
+    """
+
+    num_critics: int = option(2, ge=1)
+    alpha: float = option(1.0, gt=0)
+    autotune_alpha: bool = True
+    alpha_lr: float = option(3e-4, gt=0)
+    target_entropy: float | None = option(None)
+    log_std_min: float = option(-20.0)
+    log_std_max: float = option(2.0)
+
+
+def make_agent(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Agent:
+    """Builds a SAC agent for ``spec`` from a validated config (with ``latent_prior``,
+    acting through a VAE action prior: ``agents/auxiliary/latent_prior.py``)."""
+
+    def build(spec, cfg, learners):
+        return make_off_policy_agent(spec, cfg, sac_algorithm(spec, cfg, name), name, learners)
+
+    return with_latent_prior(spec, cfg, name, build)
+
+
+def shared_encoder(spec: EnvSpec, actor: Any, critic: Any, make: Any, name: str):
+    """CURL's SAC (module docstring): ``(Encoder, tie)``, the critics' shared encoder as an
+    ``agents.auxiliary.base.Encoder`` of the critic's parameters, and ``tie(actor_params,
+    critic_params)``, the actor's parameters with its encoder's replaced by the critic's."""
+    if make is None:
+        raise ConfigError(
+            f"agent '{name}': curl needs image observations [H, W, C] and a conv torso, "
+            f"{spec.name} gives {list(spec.obs_shape)}; set curl false"
+        )
+    obs = jnp.zeros((1, *spec.obs_shape), spec.obs_dtype)
+    key = jax.random.PRNGKey(0)
+    critic_shapes = jax.eval_shape(critic.init, key, obs, jnp.zeros((1, actor.action_dim)))
+    (enc,) = [k for k in critic_shapes["params"] if k != "critics"]
+    assert enc in jax.eval_shape(actor.init, key, obs)["params"], enc
+    module = make()
+
+    def tie(actor_params, critic_params):
+        return {"params": {**actor_params["params"], enc: critic_params["params"][enc]}}
+
+    encoder = Encoder(
+        params=lambda critic_params: {"params": critic_params["params"][enc]},
+        apply=module.apply,
+        obs_shape=tuple(spec.obs_shape),
+        obs_dtype=spec.obs_dtype,
+    )
+    return encoder, tie
+
+
+def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm:
+    """SAC's ``Algorithm`` (actor, critics, policy, one gradient step) for the skeleton of
+    ``agents/off_policy/core.py``, or for an agent that composes it (``agents/off_policy/mbpo.py``);
+    with ``cfg.curl``, CURL's shared encoder (module docstring)."""
+    action_dim = action_box(spec, name)[0].shape[0]
+    curl = bool(getattr(cfg, "curl", False))
+    make = make_encoder(cfg, spec)
+    actor = SquashedGaussianActor(
+        action_dim,
+        cfg.hidden_sizes,
+        obs_ndim=len(spec.obs_shape),
+        log_std_min=cfg.log_std_min,
+        log_std_max=cfg.log_std_max,
+        encoder=make,
+        **({"detach_encoder": True} if curl else {}),
+    )
+    critic = make_critic(cfg, spec, cfg.num_critics, shared_encoder=curl)
+    encoder, tie = shared_encoder(spec, actor, critic, make, name) if curl else (None, None)
+    optimizer = make_optimizer(cfg)
+    target_entropy = -float(action_dim) if cfg.target_entropy is None else cfg.target_entropy
+
+    def sample(actor_params, obs, key):
+        """``(action [B, A] in [-1, 1], log_prob [B])``, reparameterized."""
+        mean, log_std = actor.apply(actor_params, obs)
+        return squashed_gaussian_sample(key, mean, log_std)
+
+    def policy(actor_params, obs, key, explore: bool):
+        if explore:
+            return sample(actor_params, obs, key)[0]
+        return jnp.tanh(actor.apply(actor_params, obs)[0])  # the mode's squash (greedy)
+
+    def init_extra() -> dict[str, Any]:
+        log_alpha = jnp.log(jnp.asarray(cfg.alpha, jnp.float32))
+        return {"log_alpha": log_alpha, "alpha_opt_state": optimizer.init(log_alpha)}
+
+    def gradient_step(learner: LearnerState, batch, h, key, critic_grads=None):
+        """One step; ``critic_grads`` (a loss term's, e.g. CURL's) add to the critics'."""
+        next_key, actor_key = jax.random.split(key)
+        log_alpha = learner.extra["log_alpha"]
+        alpha = jnp.exp(log_alpha) if cfg.autotune_alpha else h["alpha"]
+
+        # Critics.
+        next_action, next_log_prob = sample(learner.actor_params, batch.next_obs, next_key)
+        next_q = critic.apply(learner.target_critic_params, batch.next_obs, next_action)
+        y = td_target(batch, next_q.min(axis=0) - alpha * next_log_prob, h)
+
+        def critic_loss(params):
+            q = critic.apply(params, batch.obs, batch.action)  # [K, B]
+            loss, td_error = critic_regression(q, y, batch, scale=0.5)
+            return loss, (q.mean(), td_error)
+
+        (q_loss, (q_mean, td_error)), grads = jax.value_and_grad(critic_loss, has_aux=True)(
+            learner.critic_params
+        )
+        if critic_grads is not None:
+            grads = jax.tree.map(jnp.add, grads, critic_grads)
+        critic_params, critic_opt_state = optimizer_step(
+            optimizer, learner.critic_params, grads, learner.critic_opt_state, h["critic_lr"]
+        )
+        actor_params = learner.actor_params
+        if tie is not None:  # CURL: the actor reads the critics' new encoder
+            actor_params = tie(actor_params, critic_params)
+
+        # Actor, against the updated critics.
+        def actor_loss(params):
+            action, log_prob = sample(params, batch.obs, actor_key)
+            q = critic.apply(critic_params, batch.obs, action).min(axis=0)
+            return jnp.mean(alpha * log_prob - q), log_prob
+
+        (pi_loss, log_prob), grads = jax.value_and_grad(actor_loss, has_aux=True)(actor_params)
+        actor_params, actor_opt_state = optimizer_step(
+            optimizer, actor_params, grads, learner.actor_opt_state, h["actor_lr"]
+        )
+
+        # Temperature.
+        extra = learner.extra
+        entropy_gap = jax.lax.stop_gradient(log_prob + h["target_entropy"])
+        alpha_loss = lambda la: -jnp.mean(la * entropy_gap)
+        a_loss, grad = jax.value_and_grad(alpha_loss)(log_alpha)
+        if cfg.autotune_alpha:
+            log_alpha, alpha_opt_state = optimizer_step(
+                optimizer, log_alpha, grad, extra["alpha_opt_state"], h["alpha_lr"]
+            )
+            extra = {"log_alpha": log_alpha, "alpha_opt_state": alpha_opt_state}
+
+        learner = learner.replace(
+            actor_params=actor_params,
+            critic_params=critic_params,
+            target_critic_params=soft_update(learner.target_critic_params, critic_params, h["tau"]),
+            actor_opt_state=actor_opt_state,
+            critic_opt_state=critic_opt_state,
+            extra=extra,
+            updates=learner.updates + 1,
+        )
+        metrics = {
+            "critic_loss": q_loss,
+            "actor_loss": pi_loss,
+            "alpha_loss": a_loss,
+            "alpha": alpha,
+            "entropy": -log_prob.mean(),
+            "q_mean": q_mean,
+        }
+        if td_error is not None:  # prioritized replay: the skeleton's new priorities
+            metrics["td_error"] = td_error
+        return learner, metrics
+
+    return Algorithm(
+        actor=actor,
+        critic=critic,
+        policy=policy,
+        gradient_step=gradient_step,
+        init_extra=init_extra,
+        target_actor=False,
+        hparams={"alpha": cfg.alpha, "alpha_lr": cfg.alpha_lr, "target_entropy": target_entropy},
+        encoder=encoder,
+    )
+
+
+def make_sac(spec: EnvSpec, **overrides: Any) -> Agent:
+    """Builds a SAC agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
+    return make_agent(spec, build_config(SACConfig, overrides, "agent 'sac'"))
+
+
+make_sac.Config = SACConfig

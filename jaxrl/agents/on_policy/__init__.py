@@ -1,0 +1,2 @@
+"""The on-policy actor-critic family: the skeleton (``core``), its rollout batches and
+recurrent parts, and PPO, A2C, A3C and IMPALA."""

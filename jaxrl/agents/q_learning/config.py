@@ -1,0 +1,96 @@
+"""The options of the Q-learning agent (``agents/q_learning/core.py``) that DQN, Rainbow and
+their kind are configurations of: ``QLearningConfig`` (the config fields every Q-learning
+agent shares, with their ranges; DQN's and Rainbow's configs subclass it), the continuous
+hyperparameters kept in the state (``QHparams``, ``PrioritizedHparams``), and the choices
+of parts ``make_q_agent`` takes besides its value head and buffer (``Exploration``,
+``Prioritization``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal, NamedTuple
+
+import flax.struct
+import jax
+
+from jaxrl.agents.auxiliary.options import AuxiliaryOptions
+from jaxrl.agents.common.optim import EpsilonOptions, OptimizerOptions
+from jaxrl.networks import TorsoSpec
+from jaxrl.validation import option
+
+
+@dataclasses.dataclass(frozen=True)
+class QLearningConfig(EpsilonOptions, OptimizerOptions, AuxiliaryOptions):
+    """The options of every Q-learning agent, with DQN's defaults (``DQNConfig`` documents
+    them; ``RainbowConfig`` overrides its own). Ranges are declared beside each field.
+    The optimizer, learning-rate and epsilon schedule options are ``agents/common/optim.py``'s; the
+    demonstration and auxiliary-learner options ``agents/auxiliary/options.py``'s (their
+    hyperparameters are constants here, not in ``QHparams``)."""
+
+    hidden_sizes: tuple[int, ...] = option((120, 84), gt=0, min_len=1)
+    torso: str | TorsoSpec = "auto"
+    dueling: bool = False
+    double: bool = False
+    n_step: int = option(1, ge=1)
+    loss: Literal["huber", "mse", "hl_gauss"] = "huber"
+    min_value: float = -10.0
+    max_value: float = 10.0
+    num_bins: int = option(51, ge=2)
+    sigma: float | None = option(None, gt=0)
+    lr: float = option(2.5e-4, gt=0)
+    adam_eps: float = option(1e-8, ge=0)
+    gamma: float = option(0.99, ge=0, le=1)
+    buffer_size: int = option(10_000, ge=1)
+    batch_size: int = option(128, ge=1)
+    learning_starts: int = option(10_000, ge=0)
+    updates_per_rollout: int = option(1, ge=1)
+    target_update_period: int = option(500, ge=1)
+    tau: float = option(1.0, gt=0, le=1)
+    max_grad_norm: float | None = option(10.0, gt=0)
+    reward_clip: float | None = option(None, gt=0)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.loss == "hl_gauss" and not self.min_value < self.max_value:
+            raise ValueError("loss hl_gauss needs min_value < max_value")
+
+
+@flax.struct.dataclass
+class QHparams:
+    """Continuous hyperparameters, kept in the state so a sweep can vmap over them."""
+
+    lr: jax.Array
+    gamma: jax.Array
+    tau: jax.Array
+    epsilon_start: jax.Array
+    epsilon_end: jax.Array
+    eval_epsilon: jax.Array
+
+
+@flax.struct.dataclass
+class PrioritizedHparams(QHparams):
+    """With prioritized replay: the importance exponent's start and the priority knobs
+    that the buffer takes as arguments (``buffers.PriorityParams``)."""
+
+    beta_start: jax.Array
+    alpha: jax.Array | float = 0.5  # Rainbow's defaults, for hparams built by hand
+    priority_eps: jax.Array | float = 1e-6
+
+
+class Exploration(NamedTuple):
+    """Noisy linear layers in the head (``noisy``, initial scale ``sigma0``), also in the
+    MLP torso (``noisy_torso``), and/or epsilon-greedy acting (``by_epsilon``)."""
+
+    noisy: bool = False
+    sigma0: float = 0.5
+    by_epsilon: bool = True
+    noisy_torso: bool = False
+    param_noise: bool = False
+
+
+class Prioritization(NamedTuple):
+    """Prioritized replay (Schaul et al. 2016): importance exponent annealed linearly from
+    ``hparams.beta_start`` to 1 over ``beta_decay_steps`` env steps."""
+
+    beta_decay_steps: int

@@ -1,0 +1,106 @@
+"""QR-DQN (Dabney et al. 2018a) and IQN (Dabney et al. 2018b): the Q-learning agent of
+``agents/q_learning/core.py`` with a quantile value head (``agents/q_learning/value_heads.py``:
+``quantile_head``, ``implicit_quantile_head``), uniform replay (compact storage for
+stacked uint8 images) and epsilon-greedy exploration. Every option of
+``QLearningConfig`` (double, dueling for QR-DQN, n-step, target updates, ...) applies.
+
+Defaults are those of Dopamine's JAX agents (``jax/agents/quantile/configs/quantile.gin``
+and ``jax/agents/implicit_quantile/configs/implicit_quantile.gin``), which follow the
+papers adjusted to Rainbow's Atari settings; environment steps are agent steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from jaxrl.agents.common.replay_choice import make_replay
+from jaxrl.agents.q_learning.config import QLearningConfig
+from jaxrl.agents.q_learning.core import make_q_agent
+from jaxrl.agents.q_learning.dqn import DopamineConfig
+from jaxrl.agents.q_learning.value_heads import implicit_quantile_head, quantile_head
+from jaxrl.types import Agent, ConfigError, EnvSpec
+from jaxrl.validation import build_config, option
+
+
+@dataclasses.dataclass(frozen=True)
+class QRDQNConfig(DopamineConfig):
+    """QR-DQN options; the ``QLearningConfig`` ones as in ``DQNConfig``, with Dopamine's
+    ``quantile.gin`` defaults.
+
+    Attributes:
+      num_quantiles: quantiles per action ``N`` (Dopamine's ``num_atoms``: 200).
+      kappa: Huber threshold of the quantile Huber loss (1.0; 0 is the plain quantile
+        regression loss).
+      n_step: 3 (``update_horizon``).
+      lr, adam_eps: Adam 5e-5 and 3.125e-4 (= 0.01 / 32, Dabney et al. 2018a).
+      buffer_size, batch_size: 1M and 32.
+      learning_starts: 20,000 (``min_replay_history``).
+      target_update_period: 8,000.
+      epsilon_end, epsilon_decay_steps, eval_epsilon: 0.01 over 250,000; 0.001.
+      hidden_sizes: dense widths after the torso's convolutions, or the MLP's (512).
+      max_grad_norm: None (Dopamine clips nothing).
+    Dopamine's QR-DQN gin samples from its prioritized replay; this agent samples
+    uniformly, as Dabney et al. (2018a) and Dopamine's IQN do.
+    """
+
+    num_quantiles: int = option(200, ge=1)
+    kappa: float = option(1.0, ge=0)
+    n_step: int = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class IQNConfig(QRDQNConfig):
+    """IQN options: ``QRDQNConfig``'s with Dopamine's ``implicit_quantile.gin`` defaults.
+
+    Attributes:
+      num_tau_samples: fractions ``N`` sampled for the online quantiles of the loss (64).
+      num_tau_prime_samples: fractions ``N'`` for the target quantiles (64).
+      num_quantile_samples: fractions ``K`` whose mean is Q for acting (32).
+      embedding_dim: size ``n`` of the cosine embedding (64).
+      kappa: Huber threshold (1.0).
+    ``num_quantiles`` is unused; ``dueling`` is not defined for IQN.
+    """
+
+    num_tau_samples: int = option(64, ge=1)
+    num_tau_prime_samples: int = option(64, ge=1)
+    num_quantile_samples: int = option(32, ge=1)
+    embedding_dim: int = option(64, ge=1)
+
+
+def _check(cfg: QLearningConfig, name: str) -> None:
+    if cfg.loss != "huber":
+        raise ConfigError(
+            f"agent '{name}': loss {cfg.loss!r} does not apply, its loss is the quantile "
+            "Huber loss (set kappa); use --agent dqn for loss mse or hl_gauss"
+        )
+
+
+def make_qrdqn(spec: EnvSpec, **overrides: Any) -> Agent:
+    """Builds a QR-DQN agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
+    cfg = build_config(QRDQNConfig, overrides, "agent 'qrdqn'")
+    _check(cfg, "qrdqn")
+    buffer = make_replay(spec, cfg, "qrdqn", "auto", prioritized=False)
+    head = quantile_head(cfg.num_quantiles, cfg.kappa)
+    return make_q_agent(spec, cfg, head, buffer, name="qrdqn")
+
+
+def make_iqn(spec: EnvSpec, **overrides: Any) -> Agent:
+    """Builds an IQN agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
+    cfg = build_config(IQNConfig, overrides, "agent 'iqn'")
+    _check(cfg, "iqn")
+    if cfg.dueling:
+        raise ConfigError("agent 'iqn': dueling is not defined for IQN; use dueling false")
+    buffer = make_replay(spec, cfg, "iqn", "auto", prioritized=False)
+    head = implicit_quantile_head(
+        cfg.num_tau_samples,
+        cfg.num_tau_prime_samples,
+        cfg.num_quantile_samples,
+        cfg.kappa,
+        cfg.embedding_dim,
+    )
+    return make_q_agent(spec, cfg, head, buffer, name="iqn")
+
+
+make_qrdqn.Config = QRDQNConfig
+make_iqn.Config = IQNConfig

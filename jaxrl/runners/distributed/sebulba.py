@@ -1,0 +1,227 @@
+"""Sebulba: actor threads that step their own envs with the newest published parameters,
+and a learner that consumes their rollouts from bounded queues (Hessel et al. 2021,
+"Podracer architectures for scalable Reinforcement Learning", section 3; IMPALA's
+actor-learner split, Espeholt et al. 2018, on one host).
+
+``make_sebulba_runner(agent, env, config, eval_env, actor_threads, queue_size,
+synchronous)`` returns a ``Runner`` (``jittable=False``) with the layout and per-iteration
+metrics of ``runners.scan.make_runner``. Each of the ``actor_threads`` actors owns a batch
+of ``env.spec.num_envs`` envs of a JAX-native ``env`` and a PRNG key; one iteration is one
+rollout ``[rollout_len, num_envs]`` of one actor (``scan.make_rollout``, jitted once and
+shared by the threads: XLA releases the GIL while it runs) and one ``agent.update`` of
+the learner on it. After each update the learner publishes the new agent state with its
+version (the number of updates so far); an actor reads the newest one before each
+rollout, so its rollout may lag behind the learner by ``policy_lag`` versions, which
+IMPALA's V-trace corrects (``agents/on_policy/impala.py``).
+
+* Asynchronous mode (default): actors put rollouts into one queue of ``queue_size``
+  (they block when it is full); the learner takes them in arrival order. Metrics add
+  ``policy_lag`` (learner version minus the rollout's) and ``queue_wait_s`` (the
+  learner's wait for a rollout).
+* Synchronous mode (``synchronous=True``): rollout ``g`` of the chunk-free global order is
+  collected by actor ``g mod K`` with exactly version ``g`` of the parameters, and the
+  learner takes rollouts in that order, so a run is repeatable bit for bit and has no
+  lag (the same computation as the fused runner's, with ``K`` env batches in turn).
+
+The actors are started at the beginning of each chunk and joined at its end, so the
+state between chunks is consistent: a checkpoint holds the learner (agent state, key,
+chunk counter; ``base.LearnerCheckpoint``) and a resumed run restarts its envs. An
+exception in an actor thread is raised again by the learner.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import queue
+import threading
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl.envs.core import Env
+from jaxrl.runners.base import (
+    ChunkLayout,
+    LearnerCheckpoint,
+    RunConfig,
+    Runner,
+    learner_runner,
+    restore_learner,
+)
+from jaxrl.runners.scan import make_evaluate, make_rollout
+from jaxrl.types import Agent, ConfigError
+
+
+@dataclasses.dataclass
+class ActorState:
+    """One actor's envs: ``env_state``, ``obs`` and ``carry`` for ``num_envs`` envs, and
+    the actor's PRNG key."""
+
+    env_state: Any
+    obs: Any
+    carry: Any
+    key: jax.Array
+
+
+@dataclasses.dataclass
+class SebulbaState:
+    """``agent_state``: the learner's; ``actors``: one ``ActorState`` each; ``key``: the
+    learner's PRNG key; ``chunk``: chunks done; ``version``: updates done (the version of
+    ``agent_state``'s parameters)."""
+
+    agent_state: Any
+    actors: list[ActorState]
+    key: jax.Array
+    chunk: int
+    version: int
+
+
+class ParameterStore:
+    """The newest agent state and its version, published by the learner, read by actors."""
+
+    def __init__(self, agent_state: Any, version: int):
+        self._state, self._version = agent_state, version
+        self._cond = threading.Condition()
+
+    def apply(self, fn: Any) -> tuple[int, Any]:
+        """Replaces the state by ``fn(state)`` as one step (A3C's workers: a gradient
+        applied to the newest parameters) and publishes it as the next version; returns
+        ``(version, state)`` after it."""
+        with self._cond:
+            self._state, self._version = fn(self._state), self._version + 1
+            self._cond.notify_all()
+            return self._version, self._state
+
+    def publish(self, agent_state: Any, version: int) -> None:
+        with self._cond:
+            self._state, self._version = agent_state, version
+            self._cond.notify_all()
+
+    def read(self, at_least: int = 0) -> tuple[int, Any]:
+        """``(version, agent_state)``, waiting until ``version >= at_least``."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._version >= at_least)
+            return self._version, self._state
+
+
+def make_init(agent: Agent, env: Env, actor_threads: int):
+    """``init(key, hparams=None) -> SebulbaState``: the agent state and ``actor_threads``
+    actors, each with its envs reset and its own key (Sebulba's and A3C's workers)."""
+    initial_carry = agent.init_carry(env.spec.num_envs)
+
+    def init(key: jax.Array, hparams: Any = None) -> SebulbaState:
+        key, agent_key, *actor_keys = jax.random.split(key, 2 + actor_threads)
+        agent_state = jax.jit(agent.init)(agent_key)
+        if hparams is not None:
+            agent_state = agent_state.replace(hparams=hparams)
+        actors = []
+        for actor_key in actor_keys:
+            actor_key, env_key = jax.random.split(actor_key)
+            env_state, timestep = jax.jit(env.reset)(env_key)
+            actors.append(ActorState(env_state, timestep.obs, initial_carry, actor_key))
+        return SebulbaState(agent_state, actors, key, 0, 0)
+
+    return init
+
+
+def chunk_metrics(rows: list, layout: ChunkLayout, chunk: int) -> dict[str, Any]:
+    """A chunk's per-iteration metrics from its ``(stats, agent_metrics)`` rows, with the
+    fused runner's ``step`` and ``eval_return`` (NaN; set by the caller where it evaluates)."""
+    stats, agent_metrics = jax.device_get(([r[0] for r in rows], [r[1] for r in rows]))
+    metrics = {k: np.stack([m[k] for m in agent_metrics]) for k in agent_metrics[0]}
+    metrics.update({k: np.stack([s[k].sum() for s in stats]) for k in stats[0]})
+    metrics["step"] = layout.iteration_steps(chunk, np)
+    metrics["eval_return"] = np.full(len(rows), np.nan, np.float32)
+    return metrics
+
+
+def make_sebulba_runner(
+    agent: Agent,
+    env: Env,
+    config: RunConfig,
+    eval_env: Env | None = None,
+    actor_threads: int = 2,
+    queue_size: int = 2,
+    synchronous: bool = False,
+) -> Runner:
+    """Builds the actor-learner runner (module docstring) for a JAX-native ``env``."""
+    if actor_threads < 1 or queue_size < 1:
+        raise ConfigError(
+            f"actor_threads and queue_size must be >= 1, got {actor_threads}, {queue_size}"
+        )
+    if not env.state_is_portable:
+        raise ConfigError("actor threads need a JAX-native env whose state is an array pytree")
+    num_envs = env.spec.num_envs
+    layout = ChunkLayout.of(config, num_envs)
+    iterations = layout.iterations_per_chunk
+    collect = jax.jit(make_rollout(agent, env, config.rollout_len))
+    evaluate = jax.jit(make_evaluate(agent, eval_env or env))
+
+    def update_fn(agent_state, transitions, key):
+        key, update_key = jax.random.split(key)
+        agent_state, metrics = agent.update(agent_state, transitions, update_key)
+        return agent_state, {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}, key
+
+    update = jax.jit(update_fn)
+
+    init = make_init(agent, env, actor_threads)
+
+    def act_loop(a: int, actor: ActorState, store: ParameterStore, out, first: int) -> None:
+        """Actor ``a``: its rollouts of this chunk (global indices ``g = first + i`` with
+        ``g mod K == a``), each put on ``out`` as ``(version, transitions, stats, a)``."""
+        try:
+            for g in range(first, first + iterations):
+                if g % actor_threads != a:
+                    continue
+                version, agent_state = store.read(g if synchronous else 0)
+                actor.key, key = jax.random.split(actor.key)
+                (actor.env_state, actor.obs, actor.carry), transitions, stats = collect(
+                    agent_state, actor.env_state, actor.obs, actor.carry, key
+                )
+                out(a).put((version, transitions, stats))
+        except BaseException as e:  # raised again by the learner
+            out(a).put(e)
+
+    def run_chunk(state: SebulbaState) -> tuple[SebulbaState, dict[str, Any]]:
+        queues = [queue.Queue(queue_size) for _ in range(actor_threads if synchronous else 1)]
+        out = (lambda a: queues[a]) if synchronous else (lambda a: queues[0])
+        store = ParameterStore(state.agent_state, state.version)
+        first = state.chunk * iterations
+        threads = [
+            threading.Thread(target=act_loop, args=(a, actor, store, out, first), daemon=True)
+            for a, actor in enumerate(state.actors)
+        ]
+        for thread in threads:
+            thread.start()
+        agent_state, key, version = state.agent_state, state.key, state.version
+        rows, lag, waits = [], np.zeros(iterations, np.float32), np.zeros(iterations, np.float32)
+        for i in range(iterations):
+            start = time.perf_counter()
+            item = queues[(first + i) % actor_threads if synchronous else 0].get()
+            waits[i] = time.perf_counter() - start
+            if isinstance(item, BaseException):
+                raise item
+            rollout_version, transitions, stats = item
+            agent_state, metrics, key = update(agent_state, transitions, key)
+            lag[i] = version - rollout_version
+            version += 1
+            store.publish(agent_state, version)
+            rows.append((stats, metrics))
+        for thread in threads:
+            thread.join()
+        chunk = state.chunk + 1
+        metrics = chunk_metrics(rows, layout, chunk)
+        metrics["policy_lag"], metrics["queue_wait_s"] = lag, waits
+        key, eval_key = jax.random.split(key)
+        if layout.evaluates(chunk):
+            metrics["eval_return"][-1] = float(evaluate(agent_state, eval_key).mean())
+        new = SebulbaState(agent_state, state.actors, key, chunk, version)
+        return new, metrics
+
+    def restore(saved: LearnerCheckpoint, fresh) -> SebulbaState:
+        state = restore_learner(saved, fresh)
+        return dataclasses.replace(state, version=int(state.chunk) * iterations)
+
+    return learner_runner(agent, init, run_chunk, evaluate, layout, restore)
