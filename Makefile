@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: train test lint format bench clean
+.PHONY: train test lint format bench docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -42,8 +42,12 @@ format: $(DEV_STAMP)
 test: lint
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
+# The documentation site, warnings as errors (tests/test_docs.py builds it too), into site/.
+docs: $(DEV_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
 bench: $(STAMP)
 	$(PY) benchmarks/dqn_cartpole.py
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache .ruff_cache
+	rm -rf $(VENV) runs site .pytest_cache .ruff_cache

@@ -3,7 +3,7 @@
 conv encoder, batch 128 of 32x32x3 uint8 frames) as its own jitted call (the bound) and
 inside ``lax.scan`` (where the fused training program runs it), with the canonical
 backward pass of ``networks/conv.py`` (what the torso builders choose on the CPU) and with
-XLA's own (DESIGN.md, "Backend differences").
+XLA's own (docs/concepts/backends.md).
 
     python benchmarks/pixels_sac_step.py [--steps 10] [--config FILE]
 

@@ -2,7 +2,7 @@
 
 Agents are pure ``init / act / update`` functions over immutable state pytrees; replay
 buffers are fixed-size arrays; ``jaxrl.runners.make_train`` fuses environment stepping and
-learning into one ``lax.scan`` program. See DESIGN.md for the contracts.
+learning into one ``lax.scan`` program. The contracts: ``docs/concepts/contracts.md``.
 """
 
 from jaxrl import agents, envs, ops, runners, types

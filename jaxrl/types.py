@@ -1,4 +1,4 @@
-"""The contracts every part of jaxrl is written against (see DESIGN.md).
+"""The contracts every part of jaxrl is written against (``docs/concepts/contracts.md``).
 
 * ``EnvSpec`` / ``Discrete`` / ``Box``: static, hashable descriptions of an environment.
 * ``TimeStep``: what a vectorized, auto-resetting environment returns from ``reset`` and ``step``.

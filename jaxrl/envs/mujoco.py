@@ -25,7 +25,7 @@ Why not envpool: envpool 1.2.5's ``.xla()`` interface does run inside ``jax.jit`
 only float64 actions, so it needs ``jax_enable_x64`` for the whole process; (2) it is a
 host-side thread pool behind a custom call, so it cannot be ``vmap``-ped over seeds and does
 not run on a GPU without a host round trip per step; and (3) its wheels plus MuJoCo assets
-(about 200 MB) cannot be carried to the lent GPU machines (``DESIGN.md``). Brax is pure
+(about 200 MB) are host-side packages (``docs/concepts/backends.md``). Brax is pure
 JAX, so the same program runs on CPU, GPU and TPU and vmaps over seeds.
 """
 

@@ -7,9 +7,9 @@ Member ``b = p * K + i`` trains with ``PRNGKey(seed + i)`` exactly as a single r
 ``--seed seed+i`` does, with the agent state's ``hparams`` set to point ``p``.
 
 Only continuous hyperparameters can be swept in one program: they live in
-``agent_state.hparams`` (see DESIGN.md), so ``jax.vmap`` maps over them. Anything else
-(layer sizes, batch size, n-step, buffer size) changes shapes or the program itself and
-must be run as separate jobs; asking for it is a one-line ``ConfigError``.
+``agent_state.hparams`` (``docs/concepts/members.md``), so ``jax.vmap`` maps over them.
+Anything else (layer sizes, batch size, n-step, buffer size) changes shapes or the program
+itself and must be run as separate jobs; asking for it is a one-line ``ConfigError``.
 
 ``batch_runner`` vmaps a ``Runner`` over the member axis. What every member shares stays
 unbatched (``types.member_axes``: the chunk counter, and each ``types.shared_field`` of

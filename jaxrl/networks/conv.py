@@ -8,7 +8,7 @@ dimension numbers (the batch axis used as the feature axis for the kernel gradie
 kernel's input and output axes swapped for the input gradient), and inside a loop body
 XLA:CPU lowers those to a slow generic loop; canonical NHWC/HWIO/NHWC convolutions go to
 its fast (Eigen) path in either place. Measured on the 2-core CPU of this project (Nature
-CNN, batch 32, jax 0.10.2; DESIGN.md, "Backend differences"): 302 ms per gradient step
+CNN, batch 32, jax 0.10.2; docs/concepts/backends.md): 302 ms per gradient step
 inside ``lax.scan`` with XLA's own backward pass, 44.6 ms with the one below.
 
 What. ``conv2d(x, w, strides, padding, canonical_backward)`` is

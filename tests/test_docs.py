@@ -1,0 +1,89 @@
+"""The documentation site (``docs/``, ``mkdocs.yml``) is checked, not hoped: it builds with
+warnings as errors (a broken link or anchor, a page left out of the navigation), and
+every code block either runs here or says why not in its first line (``# not run:
+REASON``). Python blocks of a page run in order in one namespace, as a reader would run
+them; shell blocks run as printed (``python`` is this interpreter)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
+NOT_RUN = re.compile(r"^# not run: \S")
+RUNNABLE = ("python", "bash")
+
+
+def blocks(page: Path) -> list[tuple[str, str]]:
+    """``(language, body)`` of every fenced code block of ``page``, in order."""
+    return [(m.group(1), m.group(2)) for m in BLOCK.finditer(page.read_text())]
+
+
+def to_run(page: Path, language: str) -> list[str]:
+    """The bodies of ``page``'s blocks in ``language`` not marked ``# not run``."""
+    return [body for lang, body in blocks(page) if lang == language and not NOT_RUN.match(body)]
+
+
+PAGES = sorted(DOCS.rglob("*.md"))
+PYTHON_PAGES = [p for p in PAGES if to_run(p, "python")]
+SHELL_PAGES = [p for p in PAGES if to_run(p, "bash")]
+
+
+def test_site_builds_with_warnings_as_errors(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},  # Material's notice about MkDocs 2
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "WARNING" not in done.stderr, done.stderr[-3000:]
+    built = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("index.html")}
+    assert "index.html" in built and "concepts/contracts/index.html" in built
+
+
+def test_every_block_runs_or_says_why():
+    """A block of a language that cannot run here (``text``, ``yaml``) is not code; every
+    Python or shell block is run by this module or starts with ``# not run: REASON``."""
+    marked_without_reason = [
+        f"{page.relative_to(ROOT)}: {body.splitlines()[0]}"
+        for page in PAGES
+        for lang, body in blocks(page)
+        if body.startswith("# not run") and not NOT_RUN.match(body)
+    ]
+    assert not marked_without_reason
+    unknown = {lang for page in PAGES for lang, _ in blocks(page)} - {*RUNNABLE, "text", "yaml"}
+    assert not unknown, f"code blocks of an unchecked language: {unknown}"
+
+
+@pytest.mark.parametrize("page", PYTHON_PAGES, ids=lambda p: p.relative_to(DOCS).as_posix())
+def test_python_blocks_run(page, tmp_path, monkeypatch):
+    """In a module of their own (dataclasses look their module up in ``sys.modules``)."""
+    monkeypatch.chdir(tmp_path)
+    module = types.ModuleType("docs_page")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    for body in to_run(page, "python"):
+        exec(compile(body, str(page.relative_to(ROOT)), "exec"), module.__dict__)
+
+
+@pytest.mark.parametrize("page", SHELL_PAGES, ids=lambda p: p.relative_to(DOCS).as_posix())
+def test_shell_blocks_run(page, tmp_path):
+    for body in to_run(page, "bash"):
+        for line in body.splitlines():
+            command = line.split("#", 1)[0].strip()
+            if not command:
+                continue
+            argv = shlex.split(command)
+            argv = [sys.executable, *argv[1:]] if argv[0] == "python" else argv
+            done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True)
+            assert done.returncode == 0, f"{command}: {done.stderr[-2000:]}"
