@@ -57,12 +57,15 @@ if "xla_cpu_parallel_codegen_split_count" not in _flags:
 os.environ["XLA_FLAGS"] = _flags.strip()
 
 
-# Seconds each of the heaviest modules took on the 2-core machine (session 25, one
-# worker's share of ``make test``): collected first, longest first; the rest keep their
-# order. ``tests/test_conftest.py`` checks that each still exists.
+# Seconds each of the heaviest modules took on the 2-core machine (one worker's share of
+# ``make test``; test_self_play_cli.py and test_docs.py measured 2026-12-02): collected
+# first, longest first; the rest keep their order. ``tests/test_conftest.py`` checks that
+# each still exists.
 HEAVY_MODULES = {
     "experiment/test_agent_env_matrix.py": 132,
     "test_notebooks.py": 65,
+    "test_self_play_cli.py": 60,
+    "test_docs.py": 40,
     "experiment/test_sweep.py": 53,
     "experiment/test_agent_env_matrix_pixels.py": 45,
     "envs/test_atari.py": 42,
@@ -90,7 +93,6 @@ HEAVY_MODULES = {
     "agents/off_policy/test_mbpo.py": 19,
     "runners/test_scan.py": 19,
     "agents/q_learning/test_value_family.py": 17,
-    "test_self_play_cli.py": 17,
     "envs/test_mjx.py": 16,
     "agents/on_policy/test_ppo.py": 16,
     "experiment/test_summary.py": 15,

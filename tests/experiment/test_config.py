@@ -140,6 +140,21 @@ def test_atari_preset_chosen_for_every_atari_game(agent):
     assert config.resolve(config_file=path, env="Breakout")["env"]["name"] == "ALE/Breakout-v5"
 
 
+def test_atari_pqn_preset_chosen_for_every_atari_game():
+    """``--agent pqn --env Breakout`` runs purejaxql's Atari settings (``atari-pqn``), not
+    the ``pqn`` preset for every env; its update is whole minibatches of the rollout."""
+    for env in ("Pong", "Breakout", "ALE/MsPacman-v5"):
+        cfg = config.resolve(agent="pqn", env=env)
+        assert cfg["preset"] == "atari-pqn", env
+        assert cfg["agent"]["torso"] == "nature" and cfg["agent"]["layer_norm"] is True
+        assert cfg["env"]["num_envs"] == 128 and cfg["env"]["episodic_life"] is True
+        assert cfg["env"]["repeat_action_probability"] == 0.0 and "family" not in cfg["env"]
+        rollout = cfg["run"]["rollout_len"] * cfg["env"]["num_envs"]
+        assert rollout % cfg["agent"]["num_minibatches"] == 0
+        assert cfg["run"]["log_every"] % rollout == 0 and cfg["run"]["eval_every"] % rollout == 0
+        assert cfg["agent"]["epsilon_decay_steps"] == cfg["run"]["steps"] // 10
+
+
 @pytest.mark.parametrize("agent", ["dqn", "rainbow"])
 def test_minatar_preset_chosen_for_every_minatar_game(agent):
     for env in ("MinAtar-Breakout", "MinAtar-Asterix", "MinAtar-Seaquest"):
