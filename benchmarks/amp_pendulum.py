@@ -15,7 +15,7 @@ with ``nice -n 10``; every command it runs is printed.
     nice -n 10 python benchmarks/amp_pendulum.py --steps 4500 --seeds 3 --eval-every 250 \
         --stop-all --reference REF.npz      # weights 0, 4, 16; each episode's first 50 rows
     nice -n 10 python benchmarks/amp_pendulum.py --steps 6000 --seeds 3 --weight 1 3 \
-        --eval-every 250 --stop-all --reference REF.npz --reference-first 0   # session 7
+        --eval-every 250 --stop-all --reference REF.npz --reference-first 0   # 2026-11-24
 
 (``--weight W1 W2 ...``: one arm per weight besides 0; ``--stop-all``: ends the run once
 every member's evaluation reached -200, ``benchmarks/all_reached.py``;
@@ -23,7 +23,7 @@ every member's evaluation reached -200, ``benchmarks/all_reached.py``;
 episode of the reference file (``episode_heads``; default 50: the swing-up and the start
 of the balance, where the whole file is 86% balancing; 0 keeps the whole file); the
 defaults (weights 4 and 16, the first 50 rows) are the arms that reached -200 sooner than
-SAC, benchmarks/RESULTS.md "MBPO and AMP on Pendulum-v1, session 8"; run it from the
+SAC, benchmarks/journal/2026-11-24-mbpo-amp-goals-met.md; run it from the
 repository root.)
 """
 

@@ -91,9 +91,9 @@ ANCHORS = {
     "cartpole-impala": "no published IMPALA CartPole-v1 figure; RL Zoo a2c 500.0 +- 0.0",
     "minatar-dqn": "MinAtar paper (Young & Tian 2019) and its README: DQN on Breakout as "
     "curves only (30 runs, 5M frames), no table; no PureJaxRL MinAtar DQN figure found; "
-    "minatar-dqn 15.5 [13.5, 17.15] over 3 seeds at 1M (RESULTS.md, session 12)",
+    "minatar-dqn 15.5 [13.5, 17.15] over 3 seeds at 1M (2026-11-25)",
     "minatar-pqn": "no published 1M-step figure (purejaxql's MinAtar runs are 10M steps); "
-    "minatar-dqn 15.5 [13.5, 17.15] over 3 seeds (RESULTS.md, session 12)",
+    "minatar-dqn 15.5 [13.5, 17.15] over 3 seeds (2026-11-25)",
     "cartpole-iqn": "no published IQN CartPole-v1 figure; RL Zoo qrdqn 500.0 +- 0.0 (50k steps)",
     "cartpole-a3c": "no published A3C CartPole-v1 figure; RL Zoo a2c 500.0 +- 0.0 (500k steps)",
     "cartpole-apex_dqn": "no published Ape-X CartPole-v1 figure; RL Zoo dqn 500.0 +- 0.0 "

@@ -91,7 +91,7 @@ Contracts v2 (what every later capability builds on):
   actor-critic on the latent box.
 * **No batched LAPACK calls in an init.** ``networks.initializers.orthogonal`` (jax's
   numbers) runs a ``vmap`` as a loop: a batched QR on XLA:CPU waits on the intra-op pool
-  from inside it and can deadlock (benchmarks/RESULTS.md, "the ippo hang").
+  from inside it and can deadlock (benchmarks/journal/2026-11-24-ippo-hang-hanabi-connect-four.md).
 """
 
 from __future__ import annotations

@@ -4,16 +4,16 @@
   so that a program compiled once (the same tiny agent trained by several runs) is not
   compiled again. It changes no result: a cache hit is the same executable.
 * XLA:CPU at optimization level 0, with its elemental IR emitters instead of the MLIR
-  fusion emitters (``--xla_cpu_use_fusion_emitters=false``): the suite's programs are
-  tiny and compile-bound, and these two flags take the most compile time off them
-  (benchmarks/RESULTS.md, "Session 23"). The programs compute the same things; what the
-  emitters change is the last bits of some functions (``tanh``, float64 ``sin``) where
-  they are fused with others.
+  fusion emitters (``--xla_cpu_use_fusion_emitters=false``): the suite's programs are tiny
+  and compile-bound, and these two flags take the most compile time off them
+  (benchmarks/journal/2026-11-28-elemental-emitters.md). The programs compute the same
+  things; what the emitters change is the last bits of some functions (``tanh``, float64
+  ``sin``) where they are fused with others.
 * XLA:CPU's code generation in one piece (``--xla_cpu_parallel_codegen_split_count=1``):
   by default it splits each program's LLVM module into parts compiled on a thread pool,
   which on the 2-core machine, with both pytest-xdist workers compiling, only adds
   threads that compete with the other worker: one piece took the suite from 838 s to
-  667 s of pytest, 1,479 s to 1,153 s of CPU (benchmarks/RESULTS.md, "Session 26").
+  667 s of pytest, 1,479 s to 1,153 s of CPU (benchmarks/journal/2026-11-28-codegen-split-count.md).
   Programs compute the same things; at these optimisation settings the last bits of
   some results differ from those of the split compile, as the two flags above make
   them differ from the default's (with the default settings the split changes no bit).

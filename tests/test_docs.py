@@ -6,12 +6,12 @@ them; shell blocks run as printed (``python`` is this interpreter)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -66,14 +66,45 @@ def test_every_block_runs_or_says_why():
     assert not unknown, f"code blocks of an unchecked language: {unknown}"
 
 
-@pytest.mark.parametrize("page", PYTHON_PAGES, ids=lambda p: p.relative_to(DOCS).as_posix())
-def test_python_blocks_run(page, tmp_path, monkeypatch):
-    """In a module of their own (dataclasses look their module up in ``sys.modules``)."""
-    monkeypatch.chdir(tmp_path)
+# Runs every page's Python blocks in a child interpreter (as a reader runs them, and so that
+# the agents, envs and callbacks they register stay out of the other tests' registries):
+# each page in a module of its own (dataclasses look their module up in ``sys.modules``),
+# its blocks in order; prints {page: None or the traceback} as JSON.
+CHILD = """
+import json, sys, traceback, types
+out = {}
+for path, bodies in json.loads(sys.stdin.read()).items():
     module = types.ModuleType("docs_page")
-    monkeypatch.setitem(sys.modules, module.__name__, module)
-    for body in to_run(page, "python"):
-        exec(compile(body, str(page.relative_to(ROOT)), "exec"), module.__dict__)
+    sys.modules["docs_page"] = module
+    try:
+        for body in bodies:
+            exec(compile(body, path, "exec"), module.__dict__)
+        out[path] = None
+    except BaseException:
+        out[path] = traceback.format_exc()[-3000:]
+print("RESULT " + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def python_pages(tmp_path_factory) -> dict[str, str | None]:
+    pages = {str(p.relative_to(ROOT)): to_run(p, "python") for p in PYTHON_PAGES}
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD],
+        input=json.dumps(pages),
+        cwd=tmp_path_factory.mktemp("docs"),
+        capture_output=True,
+        text=True,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, done.stderr[-3000:]
+    return json.loads(lines[-1].removeprefix("RESULT "))
+
+
+@pytest.mark.parametrize("page", PYTHON_PAGES, ids=lambda p: p.relative_to(DOCS).as_posix())
+def test_python_blocks_run(page, python_pages):
+    error = python_pages[str(page.relative_to(ROOT))]
+    assert error is None, error
 
 
 @pytest.mark.parametrize("page", SHELL_PAGES, ids=lambda p: p.relative_to(DOCS).as_posix())
