@@ -45,14 +45,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--step", type=int, help="checkpoint to load (default: the newest)")
     parser.add_argument("--seed", type=int, default=0, help="evaluation seed (default 0)")
     parser.add_argument("--video", metavar="FILE.mp4", help="record one episode into FILE")
-    parser.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import a module first (one that registers the run's torso or env); repeatable",
-    )
+    trust.add_import_argument(parser)
     args = parser.parse_args(argv)
     if args.episodes < 1:
         raise ConfigError(f"--episodes must be >= 1, got {args.episodes}")

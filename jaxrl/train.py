@@ -166,14 +166,7 @@ def _make_parser() -> _Parser:
         metavar="A,B",
         help="independent agents, one per player of a game",
     )
-    parser.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import first (to register torsos, envs); repeatable",
-    )
+    trust.add_import_argument(parser)
     parser.add_argument(
         "--log",
         metavar="NAMES",

@@ -17,6 +17,7 @@ directory, as before.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
 import os
@@ -29,6 +30,19 @@ from jaxrl.types import ConfigError
 # None: the Python API, every module may be imported; else the modules the command line
 # named (``trusted``).
 _allowed: frozenset[str] | None = None
+
+
+def add_import_argument(parser: argparse.ArgumentParser) -> None:
+    """The commands' ``--import MODULE`` flag (repeatable, into ``args.imports``): a module
+    to import first, and so a module the names of a config or run directory may import."""
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import first (to register torsos, envs); repeatable",
+    )
 
 
 def module_of(name: str) -> str | None:

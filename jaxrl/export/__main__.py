@@ -44,14 +44,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--player", type=int, default=0, help="the agent of a run of independent agents (0)"
     )
     parser.add_argument("--batch", type=int, default=1, help="ONNX batch size (default 1)")
-    parser.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import a module first (one that registers the run's torso, env or agent)",
-    )
+    trust.add_import_argument(parser)
     args = parser.parse_args(argv)
     if args.batch < 1:
         raise ConfigError(f"--batch must be >= 1, got {args.batch}")
