@@ -108,16 +108,15 @@ def check_video(cfg: dict[str, Any], agents: int) -> None:
 
 
 def record(agent, agent_state, cfg, key, path: str) -> int:
-    """Writes one greedy episode of the first member to ``path``; returns its frames."""
+    """Writes one greedy episode of the first member to ``path``; returns its frames
+    (``check_video`` has accepted ``cfg`` before the evaluation)."""
+    import imageio.v2 as imageio  # check_video, run before the evaluation, found it
     import jax
     import numpy as np
 
     from jaxrl import envs
     from jaxrl.envs.render import render
     from jaxrl.experiment.config import env_kwargs
-
-    check_video(cfg, 1)
-    import imageio.v2 as imageio
 
     name = cfg["env"]["name"]
     env = envs.make(name, num_envs=1, **env_kwargs(cfg))
