@@ -39,20 +39,20 @@ def fits(agent: str, env: str) -> bool:
 
 def run_pair(agent: str, env: str, budget: int) -> dict:
     cfg = resolve(agent=agent, env=env)
-    steps = min(cfg["run"]["steps"], budget)
+    steps = min(cfg.run.steps, budget)
     cfg = resolve(agent=agent, env=env, steps=steps)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as logdir:
         summary = run_experiment(cfg, logdir, Console(file=io.StringIO()), Launch(keep=1))
     return dict(
-        preset=cfg["preset"] or "defaults",
+        preset=cfg.preset or "defaults",
         steps=summary.steps,
         compile=summary.compile_time,
         run=summary.run_time,
         wall=time.perf_counter() - start,
         best=summary.best_eval_return,
         final=summary.final_eval_return,
-        stop=cfg["run"]["stop_return"],
+        stop=cfg.run.stop_return,
         solved=summary.solved,
     )
 

@@ -38,17 +38,16 @@ def main() -> None:
 
     from jaxrl import agents, envs
     from jaxrl.experiment.config import resolve
-    from jaxrl.runners import RunConfig, make_runner
+    from jaxrl.runners import make_runner
     from jaxrl.runners.distributed.devices import data_parallel, env_mesh
 
     cfg = resolve(agent=args.agent, env=args.env, steps=args.steps, num_envs=args.num_envs)
-    run = RunConfig(**{**cfg["run"], "eval_every": 0, "stop_return": None})
-    env = envs.make(cfg["env"]["name"], num_envs=args.num_envs)
-    options = {k: v for k, v in cfg["agent"].items() if k != "name"}
-    agent = agents.make(args.agent, env.spec, **options)
+    run = cfg.with_run(eval_every=0, stop_return=None).run
+    env = envs.make(cfg.env.name, num_envs=args.num_envs)
+    agent = agents.build(cfg.agent, env.spec)
     runner = make_runner(agent, env, run)
     print(
-        f"{args.agent} on {cfg['env']['name']}, {args.num_envs} envs, {run.steps} steps, "
+        f"{args.agent} on {cfg.env.name}, {args.num_envs} envs, {run.steps} steps, "
         f"jax {jax.__version__}, {len(jax.devices())} {jax.devices()[0].platform} devices"
     )
     if args.divergence:

@@ -27,8 +27,9 @@ from rich.console import Console
 from rich.table import Table
 
 from jaxrl import agents, envs
-from jaxrl.experiment.config import env_kwargs, resolve
+from jaxrl.experiment.config import resolve
 from jaxrl.experiment.run import run_experiment
+from jaxrl.experiment.setup import Launch, build_setup
 from jaxrl.runners import RunConfig, make_train
 
 
@@ -64,11 +65,9 @@ def per_seed(seeds: int, agent: str = "dqn") -> Table:
 
 def fused_vmap(seeds: int, agent: str = "dqn", steps: int | None = None) -> Table:
     cfg = resolve(agent=agent, env="CartPole", steps=steps)
-    run = RunConfig(**(cfg["run"] | {"stop_return": None}))
-    env = envs.make(cfg["env"]["name"], num_envs=cfg["env"]["num_envs"], **env_kwargs(cfg))
-    eval_env = envs.make(cfg["env"]["name"], num_envs=run.eval_episodes, **env_kwargs(cfg))
-    options = {k: v for k, v in cfg["agent"].items() if k != "name"}
-    train = make_train(agents.make(agent, env.spec, **options), env, run, eval_env)
+    parts = build_setup(cfg.with_run(stop_return=None), Launch(loggers=[]))
+    run, env, eval_env, learner = parts.run_config, parts.env, parts.eval_env, parts.agent
+    train = make_train(learner, env, run, eval_env)
     train = jax.jit(jax.vmap(train))
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
     start = time.perf_counter()

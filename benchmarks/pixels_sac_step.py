@@ -25,22 +25,17 @@ import jax.numpy as jnp
 from rich.console import Console
 from rich.table import Table
 
-from jaxrl import envs
 from jaxrl.agents.off_policy.core import LearnerState, make_optimizer
-from jaxrl.agents.off_policy.sac import SACConfig, sac_algorithm
+from jaxrl.agents.off_policy.sac import sac_algorithm
 from jaxrl.experiment.config import resolve
-from jaxrl.experiment.setup import env_kwargs
 from jaxrl.types import Transition
-from jaxrl.validation import build_config
 
 
 def gradient_step(config: str):
     """``(step(learner, key) -> learner, learner)`` of SAC on the config's env."""
     cfg = resolve(config_file=config)
-    env = envs.make(cfg["env"]["name"], num_envs=1, **env_kwargs(cfg))
-    spec = env.spec
-    options = {k: v for k, v in cfg["agent"].items() if k != "name"}
-    acfg = build_config(SACConfig, options, "agent 'sac'")
+    spec = cfg.env.make(1).spec
+    acfg = cfg.agent.options
     alg = sac_algorithm(spec, acfg)
     optimizer, key, batch_size = make_optimizer(acfg), jax.random.PRNGKey(0), acfg.batch_size
     obs = jax.random.randint(key, (batch_size, *spec.obs_shape), 0, 255).astype(spec.obs_dtype)

@@ -71,10 +71,9 @@ def jaxrl_ppo(seeds: int) -> dict:
     from jaxrl.runners.scan import make_evaluate
 
     cfg = resolve(agent="ppo", env="CartPole", steps=STEPS)
-    options = {k: v for k, v in cfg["agent"].items() if k != "name"}
-    env = envs.make("CartPole-v1", num_envs=cfg["env"]["num_envs"])
-    agent = agents.make("ppo", env.spec, **options)
-    run = RunConfig(steps=STEPS, rollout_len=cfg["run"]["rollout_len"],
+    env = envs.make("CartPole-v1", num_envs=cfg.env.num_envs)
+    agent = agents.build(cfg.agent, env.spec)
+    run = RunConfig(steps=STEPS, rollout_len=cfg.run.rollout_len,
                     log_every=STEPS // CHUNKS, eval_every=0)  # fmt: skip
     runner = make_runner(agent, env, run)
     evaluate = make_evaluate(agent, envs.make("CartPole-v1", num_envs=EVAL_EPISODES))

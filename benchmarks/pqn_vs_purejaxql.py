@@ -44,9 +44,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from jaxrl import agents, envs
-from jaxrl.experiment.config import env_kwargs, resolve
-from jaxrl.runners import RunConfig, make_train
+from jaxrl.experiment.config import resolve
+from jaxrl.experiment.setup import Launch, build_setup
+from jaxrl.runners import make_train
 
 # purejaxql/config/alg/pqn_cartpole.yaml (and config.yaml's logging switches).
 PUREJAXQL_CARTPOLE = {
@@ -138,16 +138,14 @@ def run_jaxrl(
         "run.eval_every": interval if evaluate else 0, "run.eval_episodes": config["TEST_NUM_ENVS"],
     }  # fmt: skip
     cfg = resolve(agent="pqn", env=env_name, steps=steps, overrides=overrides)
-    run = RunConfig(**(cfg["run"] | {"stop_return": None}))
-    env = envs.make(cfg["env"]["name"], num_envs=cfg["env"]["num_envs"], **env_kwargs(cfg))
-    eval_env = envs.make(cfg["env"]["name"], num_envs=run.eval_episodes, **env_kwargs(cfg))
-    options = {k: v for k, v in cfg["agent"].items() if k != "name"}
-    train = make_train(agents.make("pqn", env.spec, **options), env, run, eval_env)
+    parts = build_setup(cfg.with_run(stop_return=None), Launch(loggers=[]))
+    run, env, eval_env, agent = parts.run_config, parts.env, parts.eval_env, parts.agent
+    train = make_train(agent, env, run, eval_env)
     (_, metrics), compile_time, run_time = timed(
         train, jax.random.split(jax.random.PRNGKey(0), seeds)
     )
     done = np.asarray(metrics["step"])[0, -1]
-    name = f"jaxrl ({cfg.get('preset') or 'pqn'}, layer_norm {layer_norm})"
+    name = f"jaxrl ({cfg.preset or 'pqn'}, layer_norm {layer_norm})"
     if not evaluate:
         return row(name, done, compile_time, run_time, seeds, [], target)
     evals = np.asarray(metrics["eval_return"])

@@ -55,7 +55,7 @@ import numpy as np
 
 from jaxrl import stats
 from jaxrl.experiment import checkpoint, guards
-from jaxrl.experiment.config import load_config_file, presets, resolve
+from jaxrl.experiment.config import Experiment, load_config_file, presets, resolve
 from jaxrl.experiment.driver import compile_chunk, compile_evaluate, final_returns
 from jaxrl.experiment.setup import Launch, build_setup
 from jaxrl.plot import plot
@@ -107,7 +107,7 @@ ANCHORS = {
 
 def preset_config(
     name: str, steps: int | None = None, overrides: dict | None = None, env: str | None = None
-) -> dict[str, Any]:
+) -> Experiment:
     """The resolved config of preset ``name``, on ``env`` if given, else the preset's env:
     the one it names, else its family's game (``FAMILY_GAMES``), else the default env.
     ``run.stop_return`` is off (the whole budget runs), then the dotted ``overrides``
@@ -132,8 +132,9 @@ def run_preset(
     ``group``; per-member results and the times. With ``group_dir``, each finished group is
     written there (``group_file``) and a group found there is read instead of run, so a
     table too long for one sitting is finished by the same call made again."""
-    cfg = preset_config(name, steps, overrides, env)
-    target = TARGETS.get(cfg["env"]["name"])
+    config = preset_config(name, steps, overrides, env)
+    cfg = config.to_dict()
+    target = TARGETS.get(config.env.name)
     groups = []
     first_seed = cfg["run"]["seed"]  # 0 unless overridden (``run.seed``: held-out seeds)
     for first in range(0, seeds, group):
@@ -145,7 +146,7 @@ def run_preset(
             groups.append({**saved, "curves": np.asarray(saved["curves"]).reshape(size, -1)})
             continue
         progress = None if path is None else path.with_suffix(".progress")
-        result = run_group(cfg, size, target, progress)
+        result = run_group(config.with_run(seed=first_seed + first), size, target, progress)
         groups.append(result)
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -182,12 +183,12 @@ def group_file(group_dir: str | Path, name: str, cfg: dict[str, Any], size: int)
 
 
 def run_group(
-    cfg: dict[str, Any],
+    config: Experiment,
     size: int,
     target: float | None,
     progress: Path | None = None,
 ) -> dict[str, Any]:
-    """One program of ``size`` members (seeds ``cfg["run"]["seed"]`` on): per member the
+    """One program of ``size`` members (seeds ``config.run.seed`` on): per member the
     final greedy return, first-solve step and area under the curve; the evaluation curves
     ``[size, evaluations]``, and the compile, run and wall seconds (summed over sittings).
 
@@ -197,7 +198,7 @@ def run_group(
     ``guards.Interrupted`` raised), and a group whose ``progress`` holds a checkpoint
     continues from it."""
     start = time.perf_counter()
-    setup = build_setup(cfg, Launch(seeds=size))
+    setup = build_setup(config, Launch(seeds=size))
     done = dict(chunks=0, steps=[], evals=[], compile=0.0, run=0.0, wall=0.0)
     t0 = time.perf_counter()  # compile time includes making (or reading) the first state
     if progress is not None and checkpoint.checkpoint_steps(progress):

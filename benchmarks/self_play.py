@@ -22,6 +22,7 @@ through ``io_callback``) in the same program, compile and run time apart, one ta
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import jax
@@ -31,27 +32,23 @@ from rich.console import Console
 from rich.table import Table
 
 from jaxrl import agents, envs
-from jaxrl.experiment.config import resolve
+from jaxrl.experiment.config import Experiment, resolve
+from jaxrl.experiment.setup import Launch, build_setup
 from jaxrl.experiment.sweep import batch_runner
-from jaxrl.runners import RunConfig
-from jaxrl.runners.games.self_play import check_config, make_self_play_runner
+from jaxrl.runners.games.self_play import make_self_play_runner
 
 OUTCOMES = ("win", "draw", "loss")
 
 
 def build(game: str, agent_name: str, steps: int | None, overrides: dict):
     cfg = resolve(agent=agent_name, env=game, steps=steps, overrides=overrides)
-    check_config(cfg, True)
-    env = envs.make(game, num_envs=cfg["env"]["num_envs"])
-    eval_env = envs.make(game, num_envs=cfg["run"]["eval_episodes"])
-    options = {k: v for k, v in cfg["agent"].items() if k != "name"}
-    agent = agents.make(agent_name, env.spec, **options)
-    return cfg, agent, env, eval_env
+    parts = build_setup(cfg, Launch(loggers=[]), self_play=True)  # the CLI's checks
+    return cfg, parts.agent, parts.env, parts.eval_env
 
 
 def learn(args) -> None:
     cfg, agent, env, eval_env = build(args.game, args.agent, args.steps, args.override)
-    run = RunConfig(**cfg["run"])
+    run = cfg.run
     runner = batch_runner(make_self_play_runner(agent, env, run, eval_env))
     keys = jnp.stack([jax.random.PRNGKey(run.seed + i) for i in range(args.seeds)])
     start = time.perf_counter()
@@ -112,10 +109,10 @@ def pettingzoo_sps(game: str, steps: int) -> float:
 PETTINGZOO = {"connect_four": "pz:connect_four_v3", "tic_tac_toe": "pz:classic.tictactoe_v3"}
 
 
-def time_chunk(agent, env, cfg: dict, steps: int) -> tuple[float, float, int]:
+def time_chunk(agent, env, cfg: Experiment, steps: int) -> tuple[float, float, int]:
     """``(compile s, run s, env steps)`` of one chunk of ``steps`` env steps of the fused
     self-play program of ``agent`` on ``env``, timed after a warm-up chunk."""
-    run = RunConfig(**{**cfg["run"], "steps": steps, "log_every": steps, "eval_every": 0})
+    run = dataclasses.replace(cfg.run, steps=steps, log_every=steps, eval_every=0)
     runner = make_self_play_runner(agent, env, run)
     start = time.perf_counter()
     state = jax.jit(runner.init)(jax.random.PRNGKey(0))
@@ -136,8 +133,8 @@ def speed(args) -> None:
     program and on PettingZoo's game stepped on the host through ``io_callback``
     (``pz:``), then PettingZoo's game alone (random legal moves from NumPy, no agent)."""
     cfg, agent, _, _ = build(args.game, args.agent, None, args.override)
-    num_envs = cfg["env"]["num_envs"]
-    options = {k: v for k, v in cfg["agent"].items() if k != "name"}
+    num_envs = cfg.env.num_envs
+    options = cfg.agent.kwargs()
     table = Table(title=f"self-play {args.game} {args.agent}, {num_envs} envs")
     for column in ("env", "program", "envs", "compile s", "run s", "env steps", "env steps/s"):
         table.add_column(column, justify="left" if column in ("env", "program") else "right")

@@ -34,10 +34,10 @@ import jax
 from rich.console import Console
 from rich.table import Table
 
-from jaxrl import agents, envs
-from jaxrl.experiment.config import env_kwargs, resolve
+from jaxrl import agents
+from jaxrl.experiment.config import resolve
 from jaxrl.experiment.sweep import batch_runner
-from jaxrl.runners import RunConfig, make_runner
+from jaxrl.runners import make_runner
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,19 +65,16 @@ CASES = {
 def build(case: Case, chunk: int, acting_chunks: int, chunks: int, minatar_buffer: int):
     """The single-run runner of ``case`` with chunks of about ``chunk`` env steps."""
     cfg = resolve(agent=case.agent, env=case.env)
-    options = {k: v for k, v in cfg["agent"].items() if k != "name"}
-    num_envs = cfg["env"]["num_envs"]
-    per_iteration = cfg["run"]["rollout_len"] * num_envs
+    options = cfg.agent.kwargs()
+    num_envs = cfg.env.num_envs
+    per_iteration = cfg.run.rollout_len * num_envs
     chunk = max(per_iteration, chunk // per_iteration * per_iteration)
     if case.acting:
         options["learning_starts"] = acting_chunks * chunk
         if "MinAtar" in case.env:
             options["buffer_size"] = minatar_buffer
-    run = RunConfig(
-        **(cfg["run"] | dict(steps=chunks * chunk, log_every=chunk, eval_every=0))
-        | dict(stop_return=None)
-    )
-    env = envs.make(cfg["env"]["name"], num_envs=num_envs, **env_kwargs(cfg))
+    run = cfg.with_run(steps=chunks * chunk, log_every=chunk, eval_every=0, stop_return=None).run
+    env = cfg.env.make()
     agent = agents.make(case.agent, env.spec, **options)
     return make_runner(agent, env, run), chunk, num_envs
 

@@ -16,9 +16,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from jaxrl import agents, envs
-from jaxrl.experiment.config import env_kwargs, presets, resolve
-from jaxrl.runners import RunConfig, make_train
+from jaxrl.experiment.config import presets, resolve
+from jaxrl.experiment.setup import Launch, build_setup
+from jaxrl.runners import make_train
 
 PRESETS = (
     "cartpole-qrdqn",
@@ -31,11 +31,8 @@ PRESETS = (
 
 def run_preset(name: str, seeds: int, steps: int | None) -> list[str]:
     cfg = resolve(config_file=str(presets()[name]), steps=steps)
-    run = RunConfig(**(cfg["run"] | {"stop_return": None}))
-    env = envs.make(cfg["env"]["name"], num_envs=cfg["env"]["num_envs"], **env_kwargs(cfg))
-    eval_env = envs.make(cfg["env"]["name"], num_envs=run.eval_episodes, **env_kwargs(cfg))
-    options = {k: v for k, v in cfg["agent"].items() if k != "name"}
-    agent = agents.make(cfg["agent"]["name"], env.spec, **options)
+    parts = build_setup(cfg.with_run(stop_return=None), Launch(loggers=[]))
+    run, env, eval_env, agent = parts.run_config, parts.env, parts.eval_env, parts.agent
     train = jax.jit(jax.vmap(make_train(agent, env, run, eval_env)))
     keys = jax.random.split(jax.random.PRNGKey(0), seeds)
     start = time.perf_counter()

@@ -23,11 +23,14 @@ import contextlib
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxrl import trust
 from jaxrl.experiment.guards import NONFINITE_EXIT, NonFinite
 from jaxrl.types import ConfigError, member_axes, take_member
+
+if TYPE_CHECKING:
+    from jaxrl.experiment.config import Experiment
 
 
 class _Parser(argparse.ArgumentParser):
@@ -88,12 +91,12 @@ def _core(env_state: Any) -> Any:
     return getattr(env_state, "inner", env_state).core
 
 
-def check_video(cfg: dict[str, Any], agents: int) -> None:
-    """ConfigError (one line) unless one episode of ``cfg``'s env can be recorded: an env
-    that renders, imageio installed and a run of one agent."""
+def check_video(config: Experiment, agents: int) -> None:
+    """ConfigError (one line) unless one episode of ``config``'s env can be recorded: an
+    env that renders, imageio installed and a run of one agent."""
     from jaxrl.envs.render import renderable
 
-    name = cfg["env"]["name"]
+    name = config.env.name
     if agents > 1:
         raise ConfigError("--video records a run of one agent; this run has independent agents")
     if name not in renderable():
@@ -107,19 +110,17 @@ def check_video(cfg: dict[str, Any], agents: int) -> None:
         raise ConfigError("--video needs imageio: pip install 'jaxrl[video]'") from None
 
 
-def record(agent, agent_state, cfg, key, path: str) -> int:
+def record(agent, agent_state, config: Experiment, key, path: str) -> int:
     """Writes one greedy episode of the first member to ``path``; returns its frames
-    (``check_video`` has accepted ``cfg`` before the evaluation)."""
+    (``check_video`` has accepted ``config`` before the evaluation)."""
     import imageio.v2 as imageio  # check_video, run before the evaluation, found it
     import jax
     import numpy as np
 
-    from jaxrl import envs
     from jaxrl.envs.render import render
-    from jaxrl.experiment.config import env_kwargs
 
-    name = cfg["env"]["name"]
-    env = envs.make(name, num_envs=1, **env_kwargs(cfg))
+    name = config.env.name
+    env = config.env.make(1)
     reset, step = jax.jit(env.reset), jax.jit(env.step)
     act = jax.jit(lambda s, obs, c, k: agent.act(s, obs, c, k, False)[:2])
     key, reset_key = jax.random.split(key)
@@ -159,31 +160,29 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
         import jax
         import numpy as np
 
-        from jaxrl import envs
-        from jaxrl.experiment.config import env_kwargs
         from jaxrl.experiment.guards import check_finite_state
         from jaxrl.experiment.run import restore_checkpoint
 
         setup, restored, skipped = restore_checkpoint(args.run_dir, args.step)
         for line in skipped:
             print(f"note: {line}; using checkpoint {restored.step}")
-        cfg, launch = setup.cfg, setup.launch
+        config, launch = setup.config, setup.launch
         check_finite_state(
             restored.state.agent_state, f"checkpoint {restored.step} of '{args.run_dir}'"
         )
         policies = setup.policies(restored.state.agent_state)
         if args.video:
-            check_video(cfg, len(policies))
-        env = envs.make(cfg["env"]["name"], num_envs=args.episodes, **env_kwargs(cfg))
+            check_video(config, len(policies))
+        env = config.env.make(args.episodes)
         key = jax.random.PRNGKey(args.seed)
         policy = "greedy" if args.epsilon is None else f"epsilon {args.epsilon:g}"
-        names = ",".join(a["name"] for a in cfg.get("agents") or [cfg["agent"]])
+        names = ",".join(a.name for a in config.trained)
         print(
-            f"{names} on {cfg['env']['name']}, checkpoint {restored.step:,}, "
+            f"{names} on {config.env.name}, checkpoint {restored.step:,}, "
             f"{args.episodes} episodes, {policy}"
             + (" (each agent against the random opponent)" if setup.players else "")
         )
-        members = launch.members(cfg["run"]["seed"]) if launch.batched else [{}]
+        members = launch.members(config.run.seed) if launch.batched else [{}]
         for label, agent, state in policies:
             state = with_epsilon(state, args.epsilon)
             returns = np.asarray(evaluate_returns(agent, state, env, key, launch.batched))
@@ -198,7 +197,7 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
         if args.video:
             _, agent, state = policies[0]
             first = take_member(state, 0) if launch.batched else state
-            frames = record(agent, first, cfg, jax.random.PRNGKey(args.seed + 1), args.video)
+            frames = record(agent, first, config, jax.random.PRNGKey(args.seed + 1), args.video)
             print(f"video: {args.video} ({frames} frames)")
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -75,8 +75,112 @@ def _agent_help_request(argv: Sequence[str]) -> str | None:
     return None
 
 
+IMPORT_FLAG: tuple[str, dict[str, Any]] = ("--import", {})  # trust.add_import_argument
+# The flags of ``python -m jaxrl.train``, in --help's order: (flag, add_argument options).
+FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--agent", dict(action=_Once, help="agent name (default: dqn)")),
+    ("--env", dict(action=_Once, help="environment name (default: CartPole-v1)")),
+    ("--config", dict(action=_Once, metavar="FILE.yaml", help="experiment config file")),
+    ("--steps", dict(action=_Once, type=int, help="total environment steps")),
+    ("--seed", dict(action=_Once, type=int, help="random seed")),
+    ("--num-envs", dict(action=_Once, type=int, help="parallel environments")),
+    ("--logdir", dict(default="runs", help="parent of run directories (runs)")),
+    (
+        "--resume",
+        dict(
+            action=_Once,
+            metavar="RUN_DIR",
+            help="continue RUN_DIR from its newest readable checkpoint",
+        ),
+    ),
+    ("--step", dict(type=int, metavar="N", help="with --resume: continue from checkpoint N")),
+    (
+        "--checkpoint-every",
+        dict(type=int, metavar="N", help="save a checkpoint every N env steps (0: at the end)"),
+    ),
+    ("--keep", dict(type=int, metavar="K", help="checkpoints kept (default 3)")),
+    (
+        "--watchdog",
+        dict(
+            type=float,
+            metavar="SECONDS",
+            help="stalled-chunk limit: exit 4, stacks (3600; 0: off)",
+        ),
+    ),
+    (
+        "--seeds",
+        dict(type=int, metavar="K", help="train K seeds (seed, seed+1, ...) as one program"),
+    ),
+    (
+        "--sweep",
+        dict(
+            action="append",
+            default=[],
+            metavar="agent.K=V,V",
+            help="vmap over values (repeatable: a grid)",
+        ),
+    ),
+    ("--devices", dict(metavar="N", help="split the envs over N local devices, or 'all' (1)")),
+    (
+        "--coordinator",
+        dict(action=_Once, metavar="H:P", help="jax.distributed: process 0's HOST:PORT"),
+    ),
+    ("--num-processes", dict(action=_Once, type=int, metavar="N", help="of the job")),
+    ("--process-id", dict(action=_Once, type=int, metavar="I", help="0 .. N-1")),
+    ("--init-timeout", dict(action=_Once, type=float, metavar="S", help="to join, seconds (300)")),
+    (
+        "--actor-threads",
+        dict(type=int, metavar="K", help="Sebulba, A3C: K actor threads feed the learner"),
+    ),
+    ("--queue-size", dict(type=int, metavar="Q", help="with --actor-threads: rollouts queued (2)")),
+    (
+        "--sync-actors",
+        dict(
+            action="store_true",
+            default=None,
+            help="with --actor-threads: no policy lag, repeatable",
+        ),
+    ),
+    (
+        "--self-play",
+        dict(
+            action="store_true",
+            default=None,
+            help="one agent plays every side of a turn-based game",
+        ),
+    ),
+    (
+        "--agents",
+        dict(action=_Once, metavar="A,B", help="independent agents, one per player of a game"),
+    ),
+    IMPORT_FLAG,
+    ("--log", dict(metavar="NAMES", help="extra loggers: tensorboard, wandb (tensorboard)")),
+    (
+        "--callback",
+        dict(
+            action="append",
+            default=[],
+            metavar="SPEC",
+            help="hook between chunks: NAME[:k=v,...] or MODULE:ATTR",
+        ),
+    ),
+    (
+        "--init-from",
+        dict(action=_Once, metavar="RUN", help="start from RUN[:STEP]'s checkpoint (same agent)"),
+    ),
+    (
+        "--init-parts",
+        dict(
+            action=_Once,
+            metavar="P,P",
+            help="of --init-from: params,optimizer,normalizer,buffer",
+        ),
+    ),
+)
+
+
 def _make_parser() -> _Parser:
-    """The flags of ``python -m jaxrl.train`` (dotted overrides are parsed apart)."""
+    """The flags of ``python -m jaxrl.train`` (``FLAGS``; dotted overrides are parsed apart)."""
     parser = _Parser(
         prog="python -m jaxrl.train",
         usage="%(prog)s --agent NAME --env NAME [options] [--agent.KEY VALUE ...]",
@@ -85,112 +189,11 @@ def _make_parser() -> _Parser:
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--agent", action=_Once, help="agent name (default: dqn)")
-    parser.add_argument("--env", action=_Once, help="environment name (default: CartPole-v1)")
-    parser.add_argument(
-        "--config", action=_Once, metavar="FILE.yaml", help="experiment config file"
-    )
-    parser.add_argument("--steps", action=_Once, type=int, help="total environment steps")
-    parser.add_argument("--seed", action=_Once, type=int, help="random seed")
-    parser.add_argument("--num-envs", action=_Once, type=int, help="parallel environments")
-    parser.add_argument("--logdir", default="runs", help="parent of run directories (runs)")
-    parser.add_argument(
-        "--resume",
-        action=_Once,
-        metavar="RUN_DIR",
-        help="continue RUN_DIR from its newest readable checkpoint",
-    )
-    parser.add_argument(
-        "--step", type=int, metavar="N", help="with --resume: continue from checkpoint N"
-    )
-    parser.add_argument(
-        "--checkpoint-every",
-        type=int,
-        metavar="N",
-        help="save a checkpoint every N env steps (0: at the end)",
-    )
-    parser.add_argument("--keep", type=int, metavar="K", help="checkpoints kept (default 3)")
-    parser.add_argument(
-        "--watchdog",
-        type=float,
-        metavar="SECONDS",
-        help="stalled-chunk limit: exit 4, stacks (3600; 0: off)",
-    )
-    parser.add_argument(
-        "--seeds", type=int, metavar="K", help="train K seeds (seed, seed+1, ...) as one program"
-    )
-    parser.add_argument(
-        "--sweep",
-        action="append",
-        default=[],
-        metavar="agent.K=V,V",
-        help="vmap over values (repeatable: a grid)",
-    )
-    parser.add_argument(
-        "--devices",
-        metavar="N",
-        help="split the envs over N local devices, or 'all' (1)",
-    )
-    parser.add_argument(
-        "--coordinator", action=_Once, metavar="H:P", help="jax.distributed: process 0's HOST:PORT"
-    )
-    parser.add_argument("--num-processes", action=_Once, type=int, metavar="N", help="of the job")
-    parser.add_argument("--process-id", action=_Once, type=int, metavar="I", help="0 .. N-1")
-    parser.add_argument(
-        "--init-timeout", action=_Once, type=float, metavar="S", help="to join, seconds (300)"
-    )
-    parser.add_argument(
-        "--actor-threads",
-        type=int,
-        metavar="K",
-        help="Sebulba, A3C: K actor threads feed the learner",
-    )
-    parser.add_argument(
-        "--queue-size", type=int, metavar="Q", help="with --actor-threads: rollouts queued (2)"
-    )
-    parser.add_argument(
-        "--sync-actors",
-        action="store_true",
-        default=None,
-        help="with --actor-threads: no policy lag, repeatable",
-    )
-    parser.add_argument(
-        "--self-play",
-        action="store_true",
-        default=None,
-        help="one agent plays every side of a turn-based game",
-    )
-    parser.add_argument(
-        "--agents",
-        action=_Once,
-        metavar="A,B",
-        help="independent agents, one per player of a game",
-    )
-    trust.add_import_argument(parser)
-    parser.add_argument(
-        "--log",
-        metavar="NAMES",
-        help="extra loggers: tensorboard, wandb (tensorboard)",
-    )
-    parser.add_argument(
-        "--callback",
-        action="append",
-        default=[],
-        metavar="SPEC",
-        help="hook between chunks: NAME[:k=v,...] or MODULE:ATTR",
-    )
-    parser.add_argument(
-        "--init-from",
-        action=_Once,
-        metavar="RUN",
-        help="start from RUN[:STEP]'s checkpoint (same agent)",
-    )
-    parser.add_argument(
-        "--init-parts",
-        action=_Once,
-        metavar="P,P",
-        help="of --init-from: params,optimizer,normalizer,buffer",
-    )
+    for flag, options in FLAGS:
+        if (flag, options) == IMPORT_FLAG:
+            trust.add_import_argument(parser)
+        else:
+            parser.add_argument(flag, **options)
     return parser
 
 
@@ -342,7 +345,7 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
             if args.agent is not None or not agent_list:
                 raise ConfigError("give either --agent NAME or --agents NAME,NAME (one per player)")
             args.agent = agent_list[0]
-        cfg = resolve(
+        config = resolve(
             agent_list=agent_list,
             agent=args.agent,
             env=args.env,
@@ -352,13 +355,7 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
             num_envs=args.num_envs,
             overrides=overrides,
         )
-        if cfg.get("agents"):  # independent agents, one per player
-            from jaxrl.runners.games.independent import check_config
-        else:
-            from jaxrl.runners.games.self_play import check_config
-
-        check_config(cfg, bool(args.self_play))
-        run_experiment(cfg, args.logdir, launch=launch)
+        run_experiment(config, args.logdir, launch=launch, self_play=bool(args.self_play))
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -331,6 +331,11 @@ class Env(NamedTuple):
     # False where the env state refers to resources of this process (ale-py's emulators):
     # such a state cannot be checkpointed and restored, so a resume restarts the env.
     state_is_portable: bool = True
+    # False where ``reset``/``step`` cannot be vmapped over the members of a run
+    # (``--seeds``, ``--sweep``): PettingZoo's games, one ordered host callback per step.
+    vmappable: bool = True
+    # True only for an env stepped from Python by ``runners/host.py`` (``HostEnv``).
+    host_loop: bool = False
 
 
 class Transition(NamedTuple):

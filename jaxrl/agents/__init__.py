@@ -1,7 +1,10 @@
 """The agent registry: ``make(name, spec, **overrides)``, ``available()``, ``register``.
 
 A factory is ``factory(spec: EnvSpec, **overrides) -> Agent``. Registering it with its
-``config`` dataclass lets the CLI validate overrides and save the full effective config.
+``config`` dataclass lets the CLI validate overrides and save the full effective config
+(``configure(name, overrides) -> AgentConfig``, built with ``build(config, spec)``); the
+registry is the one holder of each agent's config class and of what the execution modes
+need to know of an agent (``plays_turns``, ``plays_teams``).
 A name of the form ``"package.module:attr"`` imports ``package.module`` and uses ``attr``
 as the factory (or the entry the module registered under that name), so a user's own
 agent works with the CLI, the runner and presets, as RLHive's registry allows.
@@ -9,6 +12,9 @@ agent works with the CLI, the runner and presets, as RLHive's registry allows.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -18,9 +24,48 @@ from jaxrl.validation import build_config, config_to_dict
 
 
 class AgentEntry(NamedTuple):
+    """A registered agent.
+
+    Attributes:
+      factory: ``factory(spec, **options) -> Agent``.
+      config: the frozen dataclass of its options, None for a factory that has none.
+      description: one line for ``--help``.
+      plays_turns: learns from single stitched transitions and honours the legal-move
+        mask, so it may play every seat of a turn-based game (self-play) or one seat among
+        independent agents (``runners/games``), with ``n_step`` 1.
+      plays_teams: trains the players of a simultaneous-move game as one learner per
+        player (``--env.shared false``: MADDPG, independent PPO).
+    """
+
     factory: Callable[..., Agent]
     config: type | None
     description: str
+    plays_turns: bool = False
+    plays_teams: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class AgentConfig:
+    """An agent by its registered name with its validated options: an instance of the
+    config class it was registered with, or a dict for a factory registered without one."""
+
+    name: str
+    options: Any
+
+    def kwargs(self) -> dict[str, Any]:
+        """The options as the factory's keyword arguments (YAML-safe values)."""
+        if dataclasses.is_dataclass(self.options):
+            return config_to_dict(self.options)
+        return copy.deepcopy(dict(self.options))
+
+    def option(self, key: str, default: Any = None) -> Any:
+        """The value of option ``key``, ``default`` where the agent has no such option."""
+        if dataclasses.is_dataclass(self.options):
+            return getattr(self.options, key, default)
+        return self.options.get(key, default)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **self.kwargs()}
 
 
 _REGISTRY: dict[str, AgentEntry] = {}
@@ -32,13 +77,16 @@ def register(
     *,
     config: type | None = None,
     description: str = "",
+    plays_turns: bool = False,
+    plays_teams: bool = False,
 ) -> None:
     """Registers ``factory(spec, **overrides) -> Agent`` under ``name``.
 
     ``config``: the agent's frozen ``Config`` dataclass, if it has one; ``description``:
-    one line shown by ``python -m jaxrl.train --help``.
+    one line shown by ``python -m jaxrl.train --help``; ``plays_turns``, ``plays_teams``:
+    the games it can learn (``AgentEntry``).
     """
-    _REGISTRY[name] = AgentEntry(factory, config, description)
+    _REGISTRY[name] = AgentEntry(factory, config, description, plays_turns, plays_teams)
 
 
 def available() -> dict[str, str]:
@@ -71,12 +119,24 @@ def entry(name: str) -> AgentEntry:
     )
 
 
-def resolve_config(name: str, overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """All of agent ``name``'s options with ``overrides`` applied and checked."""
+def configure(name: str, overrides: Mapping[str, Any]) -> AgentConfig:
+    """Agent ``name`` with ``overrides`` applied to its defaults and checked (ConfigError
+    for an unknown name or option, or a bad value)."""
     config_cls = entry(name).config
     if config_cls is None:
-        return dict(overrides)
-    return config_to_dict(build_config(config_cls, overrides, f"agent '{name}'"))
+        return AgentConfig(name, dict(overrides))
+    return AgentConfig(name, build_config(config_cls, overrides, f"agent '{name}'"))
+
+
+def resolve_config(name: str, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """All of agent ``name``'s options with ``overrides`` applied and checked."""
+    return configure(name, overrides).kwargs()
+
+
+def build(config: AgentConfig, spec: EnvSpec) -> Agent:
+    """The agent of ``config`` for an environment of ``spec`` (ConfigError for an agent
+    that cannot act in it)."""
+    return entry(config.name).factory(spec, **config.kwargs())
 
 
 def make(name: str, spec: EnvSpec, **overrides: Any) -> Agent:
@@ -88,165 +148,181 @@ def make(name: str, spec: EnvSpec, **overrides: Any) -> Agent:
     return entry(name).factory(spec, **overrides)
 
 
-def _register_builtins() -> None:
-    from jaxrl.agents import random_agent
-    from jaxrl.agents.on_policy import a2c, a3c, impala, ppo
-    from jaxrl.agents.q_learning import dqn, rainbow
+class Builtin(NamedTuple):
+    """A built-in agent: its name, ``module:attr`` of its factory and of its config class
+    (modules under ``jaxrl.agents``), its ``--help`` line and the games it plays."""
 
-    register(
+    name: str
+    factory: str
+    config: str
+    description: str
+    plays_turns: bool = False
+    plays_teams: bool = False
+
+
+BUILTINS: tuple[Builtin, ...] = (
+    Builtin(
         "dqn",
-        dqn.make_dqn,
-        config=dqn.DQNConfig,
-        description="Deep Q-Network (Mnih et al. 2015) with double, dueling and n-step options",
-    )
-    register(
+        "q_learning.dqn:make_dqn",
+        "q_learning.dqn:DQNConfig",
+        "Deep Q-Network (Mnih et al. 2015) with double, dueling and n-step options",
+        plays_turns=True,
+    ),
+    Builtin(
         "rainbow",
-        rainbow.make_rainbow,
-        config=rainbow.RainbowConfig,
-        description="Rainbow (Hessel et al. 2018): double, dueling, n-step, prioritized, "
+        "q_learning.rainbow:make_rainbow",
+        "q_learning.rainbow:RainbowConfig",
+        "Rainbow (Hessel et al. 2018): double, dueling, n-step, prioritized, "
         "distributional and noisy, each switchable",
-    )
-    register(
-        "ppo",
-        ppo.make_ppo,
-        config=ppo.PPOConfig,
-        description="Proximal Policy Optimization (Schulman et al. 2017), discrete or "
-        "continuous actions",
-    )
-    register(
-        "a2c",
-        a2c.make_a2c,
-        config=a2c.A2CConfig,
-        description="synchronous advantage actor-critic (Mnih et al. 2016), discrete or "
-        "continuous actions",
-    )
-    register(
-        "a3c",
-        a3c.make_a3c,
-        config=a3c.A3CConfig,
-        description="asynchronous advantage actor-critic (Mnih et al. 2016): workers apply "
-        "their gradients to shared parameters with --actor-threads K; A2C without",
-    )
-    register(
-        "impala",
-        impala.make_impala,
-        config=impala.IMPALAConfig,
-        description="IMPALA's learner (Espeholt et al. 2018): actor-critic with V-trace "
-        "targets; stale actors with --actor-threads",
-    )
-    register(
+        plays_turns=True,
+    ),
+    Builtin(
         "random",
-        random_agent.make_random,
-        config=random_agent.RandomConfig,
-        description="uniformly random actions; the smallest example of the Agent contract",
-    )
-    _register_off_policy()
-    _register_value_family()
-    from jaxrl.agents.multi_agent import maddpg, per_player
-
-    register(
+        "random_agent:make_random",
+        "random_agent:RandomConfig",
+        "uniformly random actions; the smallest example of the Agent contract",
+    ),
+    Builtin(
         "ippo",
-        per_player.make_ippo,
-        config=ppo.PPOConfig,
-        description="independent PPO: one PPO learner per player of a simultaneous-move "
-        "game, no parameter sharing (mpe:simple_spread --env.shared false)",
-    )
-
-    register(
+        "multi_agent.per_player:make_ippo",
+        "on_policy.ppo:PPOConfig",
+        "independent PPO: one PPO learner per player of a simultaneous-move game, no "
+        "parameter sharing (mpe:simple_spread --env.shared false)",
+        plays_teams=True,
+    ),
+    Builtin(
         "maddpg",
-        maddpg.make_maddpg,
-        config=maddpg.MADDPGConfig,
-        description="MADDPG (Lowe et al. 2017): decentralized actors, centralized critics, "
+        "multi_agent.maddpg:make_maddpg",
+        "multi_agent.maddpg:MADDPGConfig",
+        "MADDPG (Lowe et al. 2017): decentralized actors, centralized critics, "
         "Gumbel-softmax actions; simultaneous-move games (mpe:simple_spread)",
-    )
-    from jaxrl.agents.q_learning import tabular
-
-    register(
+        plays_teams=True,
+    ),
+    Builtin(
         "tabular_q",
-        tabular.make_tabular_q,
-        config=tabular.TabularQConfig,
-        description="tabular Q-learning (RLHive's tutorial agent) on one-hot observations",
-    )
-
-
-def _register_value_family() -> None:
-    from jaxrl.agents.q_learning import apex, munchausen, pqn, quantile
-
-    register(
+        "q_learning.tabular:make_tabular_q",
+        "q_learning.tabular:TabularQConfig",
+        "tabular Q-learning (RLHive's tutorial agent) on one-hot observations",
+    ),
+    Builtin(
+        "ppo",
+        "on_policy.ppo:make_ppo",
+        "on_policy.ppo:PPOConfig",
+        "Proximal Policy Optimization (Schulman et al. 2017), discrete or continuous actions",
+    ),
+    Builtin(
+        "a2c",
+        "on_policy.a2c:make_a2c",
+        "on_policy.a2c:A2CConfig",
+        "synchronous advantage actor-critic (Mnih et al. 2016), discrete or continuous actions",
+    ),
+    Builtin(
+        "a3c",
+        "on_policy.a3c:make_a3c",
+        "on_policy.a3c:A3CConfig",
+        "asynchronous advantage actor-critic (Mnih et al. 2016): workers apply their "
+        "gradients to shared parameters with --actor-threads K; A2C without",
+    ),
+    Builtin(
+        "impala",
+        "on_policy.impala:make_impala",
+        "on_policy.impala:IMPALAConfig",
+        "IMPALA's learner (Espeholt et al. 2018): actor-critic with V-trace targets; "
+        "stale actors with --actor-threads",
+    ),
+    Builtin(
         "apex_dqn",
-        apex.make_apex_dqn,
-        config=apex.ApexDQNConfig,
-        description="Ape-X DQN (Horgan et al. 2018): actors with their own epsilons and "
-        "priorities, a prioritized double dueling n-step learner",
-    )
-
-    register(
+        "q_learning.apex:make_apex_dqn",
+        "q_learning.apex:ApexDQNConfig",
+        "Ape-X DQN (Horgan et al. 2018): actors with their own epsilons and priorities, "
+        "a prioritized double dueling n-step learner",
+    ),
+    Builtin(
         "qrdqn",
-        quantile.make_qrdqn,
-        config=quantile.QRDQNConfig,
-        description="QR-DQN (Dabney et al. 2018): quantile regression with the quantile Huber loss",
-    )
-    register(
+        "q_learning.quantile:make_qrdqn",
+        "q_learning.quantile:QRDQNConfig",
+        "QR-DQN (Dabney et al. 2018): quantile regression with the quantile Huber loss",
+    ),
+    Builtin(
         "iqn",
-        quantile.make_iqn,
-        config=quantile.IQNConfig,
-        description="implicit quantile networks (Dabney et al. 2018): sampled quantile "
-        "fractions, cosine embedding",
-    )
-    register(
+        "q_learning.quantile:make_iqn",
+        "q_learning.quantile:IQNConfig",
+        "implicit quantile networks (Dabney et al. 2018): sampled quantile fractions, "
+        "cosine embedding",
+    ),
+    Builtin(
         "mdqn",
-        munchausen.make_mdqn,
-        config=munchausen.MDQNConfig,
-        description="Munchausen-DQN (Vieillard et al. 2020): scaled log-policy bonus, "
-        "soft bootstrap",
-    )
-    register(
+        "q_learning.munchausen:make_mdqn",
+        "q_learning.munchausen:MDQNConfig",
+        "Munchausen-DQN (Vieillard et al. 2020): scaled log-policy bonus, soft bootstrap",
+    ),
+    Builtin(
         "pqn",
-        pqn.make_pqn,
-        config=pqn.PQNConfig,
-        description="PQN (Gallici et al. 2024): Q(lambda) on parallel envs, LayerNorm, no "
-        "replay buffer or target network",
-    )
-
-
-def _register_off_policy() -> None:
-    from jaxrl.agents.off_policy import apex_ddpg, mbpo, sac, td3
-
-    register(
+        "q_learning.pqn:make_pqn",
+        "q_learning.pqn:PQNConfig",
+        "PQN (Gallici et al. 2024): Q(lambda) on parallel envs, LayerNorm, no replay "
+        "buffer or target network",
+    ),
+    Builtin(
         "apex_ddpg",
-        apex_ddpg.make_apex_ddpg,
-        config=apex_ddpg.ApexDDPGConfig,
-        description="Ape-X DDPG (Horgan et al. 2018): actors with their own noise scales and "
+        "off_policy.apex_ddpg:make_apex_ddpg",
+        "off_policy.apex_ddpg:ApexDDPGConfig",
+        "Ape-X DDPG (Horgan et al. 2018): actors with their own noise scales and "
         "priorities, a prioritized n-step DDPG learner",
-    )
-
-    register(
+    ),
+    Builtin(
         "sac",
-        sac.make_sac,
-        config=sac.SACConfig,
-        description="Soft Actor-Critic (Haarnoja et al. 2018) with automatic entropy tuning",
-    )
-    register(
+        "off_policy.sac:make_sac",
+        "off_policy.sac:SACConfig",
+        "Soft Actor-Critic (Haarnoja et al. 2018) with automatic entropy tuning",
+    ),
+    Builtin(
         "td3",
-        td3.make_td3,
-        config=td3.TD3Config,
-        description="TD3 (Fujimoto et al. 2018): twin critics, target smoothing, delayed actor",
-    )
-    register(
+        "off_policy.td3:make_td3",
+        "off_policy.td3:TD3Config",
+        "TD3 (Fujimoto et al. 2018): twin critics, target smoothing, delayed actor",
+    ),
+    Builtin(
         "ddpg",
-        td3.make_ddpg,
-        config=td3.DDPGConfig,
-        description="DDPG (Lillicrap et al. 2016): TD3 with one critic, no smoothing, no delay",
-    )
-    register(
+        "off_policy.td3:make_ddpg",
+        "off_policy.td3:DDPGConfig",
+        "DDPG (Lillicrap et al. 2016): TD3 with one critic, no smoothing, no delay",
+    ),
+    Builtin(
         "mbpo",
-        mbpo.make_mbpo,
-        config=mbpo.MBPOConfig,
-        description="MBPO (Janner et al. 2019): SAC on short rollouts of a probabilistic "
-        "dynamics ensemble",
-    )
+        "off_policy.mbpo:make_mbpo",
+        "off_policy.mbpo:MBPOConfig",
+        "MBPO (Janner et al. 2019): SAC on short rollouts of a probabilistic dynamics ensemble",
+    ),
+)
+
+
+def _register_builtins() -> None:
+    def load(target: str) -> Any:
+        module, _, attr = target.partition(":")
+        return getattr(importlib.import_module(f"jaxrl.agents.{module}"), attr)
+
+    for b in BUILTINS:
+        register(
+            b.name,
+            load(b.factory),
+            config=load(b.config),
+            description=b.description,
+            plays_turns=b.plays_turns,
+            plays_teams=b.plays_teams,
+        )
 
 
 _register_builtins()
 
-__all__ = ["available", "entry", "make", "register", "resolve_config"]
+__all__ = [
+    "AgentConfig",
+    "AgentEntry",
+    "available",
+    "build",
+    "configure",
+    "entry",
+    "make",
+    "register",
+    "resolve_config",
+]

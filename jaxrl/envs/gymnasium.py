@@ -227,6 +227,12 @@ class HostEnv:
     ``close()``. ``spec`` is a jaxrl ``EnvSpec`` built from the spaces.
     """
 
+    # What the execution modes read of an env (``jaxrl.types.Env``): stepped from Python,
+    # its state in this process, its copies not vmappable.
+    host_loop = True
+    state_is_portable = False
+    vmappable = False
+
     def __init__(self, vector_env: Any, spec: EnvSpec, build: Any = None):
         self.vector_env = vector_env
         self.spec = spec

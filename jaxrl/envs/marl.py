@@ -182,7 +182,7 @@ def players_as_envs(env: Env) -> Env:
         state, ts = env.step(state, action.reshape(N, P, *action.shape[1:]), key)
         return state, view(ts)
 
-    return Env(spec=flat_spec, reset=reset, step=step, state_is_portable=env.state_is_portable)
+    return env._replace(spec=flat_spec, reset=reset, step=step)
 
 
 def team_view(env: Env) -> Env:

@@ -187,4 +187,4 @@ def make_pettingzoo_env(env_id: str, num_envs: int = 1, max_steps: int = 1000) -
         }
         return handle + 1, TimeStep(observation(obs, mask), reward, term, trunc, info)
 
-    return Env(spec=spec, reset=reset, step=step, state_is_portable=False)
+    return Env(spec=spec, reset=reset, step=step, state_is_portable=False, vmappable=False)

@@ -2,13 +2,16 @@
 only (``tests/experiment/test_import_graph.py`` checks that no jaxrl module imports one
 that imports it back):
 
-* ``config``: presets, config files and dotted overrides -> a resolved config dict.
+* ``config``: presets, config files and dotted overrides -> one typed ``Experiment``.
 * ``logging``: metric rows and their writers (JSONL, CSV, TensorBoard).
 * ``checkpoint``: Orbax checkpoints of a pytree of arrays and the driver's position; it
   knows nothing of runs.
 * ``sweep``: seeds and hyperparameter grids as one vmapped runner.
-* ``setup``: ``Launch`` and ``Setup``: env, evaluation env, agent and runner built from a
-  config (``config``, ``sweep``).
+* ``launch``: ``Launch``, how a config is run (seeds, sweep, checkpoints, devices, ...).
+* ``modes``: the tables of programs and executions: what each applies to, its checks
+  and how it builds its runner (``runners``, ``sweep``).
+* ``setup``: ``Setup``: env, evaluation env, agent and runner built from an
+  ``Experiment`` and a ``Launch`` by the first modes that apply (``modes``).
 * ``report``: metric rows per member, the progress bar and the run's ``Summary``.
 * ``guards``: between chunks, the non-finite guard (exit code 3), SIGINT/SIGTERM that
   save and stop (a second one aborts), and the watchdog of a wedged chunk (exit code 4).
@@ -22,6 +25,7 @@ that imports it back):
 * ``run``: the entry points ``run_experiment``, ``resume_experiment`` and ``restore``.
 
 What differs between a fused and a host runner is said by the ``jaxrl.runners.Runner``
-itself (``jittable``, ``save``/``saved_shape``/``restore``, ``layout``), never by a check
-of the env's type here.
+itself (``jittable``, ``save``/``saved_shape``/``restore``, ``layout``); what differs
+between envs is what they declare (``Env.host_loop``, ``state_is_portable``,
+``vmappable``), read by ``modes`` alone.
 """

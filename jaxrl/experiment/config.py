@@ -1,6 +1,7 @@
-"""Experiment configs: YAML presets, config files and dotted overrides.
+"""Experiment configs: YAML presets, config files and dotted overrides, resolved once into
+one typed ``Experiment`` (the agent's validated options, the env, the ``RunConfig``).
 
-An experiment config is a plain dict, saved as ``config.yaml`` in the run directory::
+An experiment is written as ``config.yaml`` in the run directory (``Experiment.to_dict``)::
 
     preset: cartpole-dqn          # where the values came from (informational)
     agent: {name: dqn, lr: 0.001, ...every option of the agent...}
@@ -14,7 +15,8 @@ section may give a ``family`` instead of a ``name``, as ``atari-rainbow`` does w
 ``family: atari``, to apply to every env of that family, or ``family: "*"`` to apply to
 every env that has no preset of its own, as ``ppo.yaml`` does); the plain CLI
 flags (``--steps``, ``--seed``, ``--num-envs``); dotted overrides (``--agent.lr 3e-4``).
-The saved file holds every resolved value, so it alone reproduces the run.
+The saved file holds every resolved value, so it alone reproduces the run; ``resolve``
+reads it back (``resolve(config_file=...)``) into the same ``Experiment``.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from typing import Any
 
 import yaml
 
-from jaxrl import agents, envs
+from jaxrl import agents, aliases, envs
+from jaxrl.agents import AgentConfig
 from jaxrl.runners import RunConfig
+from jaxrl.runners.base import SELF_PLAY_OPTIONS
 from jaxrl.suggest import close
 from jaxrl.types import ConfigError
 from jaxrl.validation import build_config, config_to_dict
@@ -39,6 +43,67 @@ SECTIONS = ("agent", "env", "run")
 # Independent agents of a game, one per player (RLHive's ``agents:``): a list of agent
 # sections; ``agent`` is then the first of them (runners/games/independent.py).
 AGENTS = "agents"
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvConfig:
+    """An environment by name, the number of envs stepped together and the keyword
+    arguments of ``envs.make`` (``options``: ``backend``, ``frame_skip``, ...)."""
+
+    name: str
+    num_envs: int = 1
+    options: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def make(self, num_envs: int | None = None) -> Any:
+        """``envs.make(name, num_envs, **options)``; ``num_envs`` defaults to this config's."""
+        count = self.num_envs if num_envs is None else num_envs
+        return envs.make(self.name, num_envs=count, **self.options)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **copy.deepcopy(dict(self.options)), "num_envs": self.num_envs}
+
+
+@dataclasses.dataclass(frozen=True)
+class Experiment:
+    """One resolved, validated experiment: what ``config.yaml`` holds, typed.
+
+    Attributes:
+      agent: the agent (for independent agents: player 0's, ``agents[0]``).
+      env: the environment.
+      run: the training loop's options.
+      preset: the preset the values started from (informational), None for none.
+      agents: independent agents, one per player of a game (``--agents``), else empty.
+    """
+
+    agent: AgentConfig
+    env: EnvConfig
+    run: RunConfig
+    preset: str | None = None
+    agents: tuple[AgentConfig, ...] = ()
+
+    @property
+    def trained(self) -> tuple[AgentConfig, ...]:
+        """The agents trained: one per player for independent agents, else the one."""
+        return self.agents or (self.agent,)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The YAML-safe form saved as ``config.yaml`` (``resolve`` reads it back)."""
+        out: dict[str, Any] = {
+            "preset": self.preset,
+            "agent": self.agent.to_dict(),
+            "env": self.env.to_dict(),
+            "run": config_to_dict(self.run),
+        }
+        if self.agents:
+            out[AGENTS] = [a.to_dict() for a in self.agents]
+        return out
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    def with_run(self, **changes: Any) -> Experiment:
+        """This experiment with ``RunConfig`` fields changed (``steps`` of a resume)."""
+        return dataclasses.replace(self, run=dataclasses.replace(self.run, **changes))
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
@@ -185,8 +250,8 @@ def resolve(
     num_envs: int | None = None,
     overrides: Mapping[str, Any] | None = None,
     agent_list: list[str] | None = None,
-) -> dict[str, Any]:
-    """Returns the effective, fully validated experiment config (see module docstring).
+) -> Experiment:
+    """Returns the effective, fully validated experiment (see module docstring).
 
     ``overrides`` maps dotted keys (``"agent.lr"``, ``"env.num_envs"``, ``"run.eval_every"``)
     to values. Raises ``ConfigError`` for any user mistake.
@@ -194,7 +259,8 @@ def resolve(
     base: dict[str, Any] = {}
     if config_file is not None:
         base = load_config_file(config_file)
-    agent_name = agent or base.get("agent", {}).get("name") or "dqn"
+    first = agent_list[0] if agent_list else None  # independent agents: player 0's
+    agent_name = agent or first or base.get("agent", {}).get("name") or "dqn"
     env_name = envs.canonical_name(env or base.get("env", {}).get("name") or "CartPole-v1")
     if config_file is None:
         preset = find_preset(agent_name, env_name)
@@ -221,40 +287,42 @@ def resolve(
             cfg["run"][key] = value
     if num_envs is not None:
         cfg["env"]["num_envs"] = num_envs
+    if agent_list is not None and config_file is None:  # a self-play preset's opponents
+        for option in SELF_PLAY_OPTIONS:
+            cfg["run"].pop(option, None)
     for dotted, value in (overrides or {}).items():
         section, _, key = dotted.partition(".")
         if section not in SECTIONS or not key:
             raise ConfigError(f"override '--{dotted}' must be --agent.KEY, --env.KEY or --run.KEY")
         if key == "name":
             raise ConfigError(f"use --{section} NAME instead of '--{dotted}'")
+        if section == "agent":
+            cfg["agent"] = _without_aliases_of(key, cfg["agent"], agent_name)
         cfg[section][key] = value
 
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
-    _check_foreign_options(agent_name, agent_options)
-    cfg["run"] = config_to_dict(build_config(RunConfig, cfg["run"], "run"))
-    cfg["agent"] = {"name": agent_name, **agents.resolve_config(agent_name, agent_options)}
-    # An agent with a `total_steps` option (learning-rate annealing) left at None gets
-    # the run's length.
-    if "total_steps" in cfg["agent"] and cfg["agent"]["total_steps"] is None:
-        cfg["agent"]["total_steps"] = cfg["run"]["steps"]
-    cfg["env"].setdefault("num_envs", 1)
-    out = {
-        "preset": cfg.get("preset"),
-        "agent": cfg["agent"],
-        "env": cfg["env"],
-        "run": cfg["run"],
-    }
+    run = build_config(RunConfig, cfg["run"], "run")
+    agent_config = _configure_agent(agent_name, agent_options, run)
+    env_options = {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
+    env_config = EnvConfig(env_name, cfg["env"].get("num_envs", 1), env_options)
     listed = _agent_sections(base.get(AGENTS), agent_list, env_name)
-    agent_overrides = {k.partition(".")[2]: v for k, v in (overrides or {}).items()}
     agent_overrides = {
-        k: v for k, v in agent_overrides.items() if f"agent.{k}" in (overrides or {})
+        k.partition(".")[2]: v for k, v in (overrides or {}).items() if k.startswith("agent.")
     }
-    listed = [{**a, **agent_overrides} for a in listed]  # --agent.KEY: every agent
-    if listed:
-        out[AGENTS] = [{"name": a["name"], **_resolve_agent(a, cfg["run"])} for a in listed]
-        out[AGENTS] = copy.deepcopy(out[AGENTS])  # no shared objects: no YAML aliases
-        out["agent"] = copy.deepcopy(out[AGENTS][0])
-    return out
+    for key in agent_overrides:  # --agent.KEY: every agent, under any name it accepts
+        listed = [_without_aliases_of(key, a, a["name"]) for a in listed]
+    listed = [{**a, **agent_overrides} for a in listed]
+    players = tuple(
+        _configure_agent(a["name"], {k: v for k, v in a.items() if k != "name"}, run)
+        for a in listed
+    )
+    return Experiment(
+        agent=players[0] if players else agent_config,
+        env=env_config,
+        run=run,
+        preset=cfg.get("preset"),
+        agents=players,
+    )
 
 
 def _agent_sections(
@@ -272,15 +340,27 @@ def _agent_sections(
     return sections
 
 
-def _resolve_agent(section: Mapping[str, Any], run: Mapping[str, Any]) -> dict[str, Any]:
-    """Every option of one agent section, validated."""
-    name = section["name"]
-    options = {k: v for k, v in section.items() if k != "name"}
+def _without_aliases_of(key: str, section: Mapping[str, Any], agent: str) -> dict[str, Any]:
+    """``section`` without the options that name the same option of ``agent`` as ``key``
+    under another accepted name (``--agent.discount_rate`` over a preset's ``gamma``): a
+    value given on the command line wins under whichever name it uses."""
+    config = agents.entry(agent).config
+    if config is None:
+        return dict(section)
+    fields = {f.name for f in dataclasses.fields(config)}
+    target = aliases.canonical(key, fields)
+    return {k: v for k, v in section.items() if k == key or aliases.canonical(k, fields) != target}
+
+
+def _configure_agent(name: str, options: Mapping[str, Any], run: RunConfig) -> AgentConfig:
+    """Every option of one agent, validated; an option ``total_steps`` (learning-rate
+    annealing) left at None gets the run's length."""
     _check_foreign_options(name, options)
-    resolved = agents.resolve_config(name, options)
-    if "total_steps" in resolved and resolved["total_steps"] is None:
-        resolved["total_steps"] = run["steps"]
-    return resolved
+    config = agents.configure(name, options)
+    if config.option("total_steps", 0) is None:
+        total = {"total_steps": run.steps}
+        config = agents.configure(name, {**config.kwargs(), **total})
+    return config
 
 
 def _check_foreign_options(agent: str, options: Mapping[str, Any]) -> None:
@@ -306,10 +386,6 @@ def _check_foreign_options(agent: str, options: Mapping[str, Any]) -> None:
             )
 
 
-def env_kwargs(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of ``envs.make`` in a resolved config, name excluded."""
-    return {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
-
-
-def dump(cfg: Mapping[str, Any]) -> str:
-    return yaml.safe_dump(dict(cfg), sort_keys=False)
+def dump(config: Experiment) -> str:
+    """The YAML text of ``config.yaml``."""
+    return config.to_yaml()

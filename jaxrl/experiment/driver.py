@@ -171,7 +171,7 @@ class _Driver:
                 keep_rows=int(meta["rows"]) if restored is not None else None,
                 purge_step=restored.step + 1 if restored is not None else None,
                 loggers=setup.launch.loggers,
-                config=setup.cfg,
+                config=setup.config.to_dict(),
             )
             if is_primary()
             else _Silent()
@@ -320,18 +320,18 @@ def final_returns(
 def announce(setup: Setup, run_dir: Path, console: Console, restored: Any) -> None:
     """The run's first line, and a note where ``--steps`` or ``--checkpoint-every`` is
     rounded up to whole chunks."""
-    cfg, layout = setup.cfg, setup.runner.layout
+    config, layout = setup.config, setup.runner.layout
     what = f"{len(setup.members)} members, " if setup.launch.batched else ""
     verb = f"resuming at step {restored.step:,}" if restored is not None else "->"
     console.print(
-        f"[bold]jaxrl[/] {cfg['agent']['name']} on {cfg['env']['name']} "
-        f"({what}{cfg['env']['num_envs']} envs, preset: {cfg.get('preset')}) {verb} {run_dir}"
+        f"[bold]jaxrl[/] {','.join(a.name for a in config.trained)} on {config.env.name} "
+        f"({what}{config.env.num_envs} envs, preset: {config.preset}) {verb} {run_dir}"
     )
     chunk = layout.steps_per_chunk
     why = f"whole chunks of {chunk:,} env steps (run.log_every, rollout_len x num_envs)"
-    if layout.total_steps != cfg["run"]["steps"]:
+    if layout.total_steps != config.run.steps:
         console.print(
-            f"note: steps {cfg['run']['steps']:,} rounded up to {layout.total_steps:,}: {why}"
+            f"note: steps {config.run.steps:,} rounded up to {layout.total_steps:,}: {why}"
         )
     every = setup.launch.checkpoint_every
     if every and every % chunk:

@@ -1,6 +1,6 @@
 """The experiment entry points: start a run, resume one, restore a trained agent.
 
-``run_experiment(cfg, logdir, launch=Launch(...))`` builds the env, evaluation env, agent
+``run_experiment(config, logdir, launch=Launch(...))`` builds the env, evaluation env, agent
 and runner from a resolved config (``experiment.config.resolve``; ``experiment.setup``),
 compiles the program, then creates a fresh run directory (never reusing an existing one;
 locked while it is trained, ``experiment.lock``), writes ``config.yaml`` and
@@ -39,6 +39,7 @@ from typing import Any
 from rich.console import Console
 
 from jaxrl.experiment import callbacks, checkpoint, guards, warmstart
+from jaxrl.experiment.config import Experiment
 from jaxrl.experiment.driver import compile_evaluate, drive, final_returns, prepare
 from jaxrl.experiment.lock import RunLock
 from jaxrl.experiment.report import Summary
@@ -53,7 +54,7 @@ from jaxrl.experiment.setup import (
 )
 from jaxrl.runners import RunConfig
 from jaxrl.runners.distributed.topology import broadcast_text, is_primary
-from jaxrl.types import Agent, ConfigError
+from jaxrl.types import ConfigError
 from jaxrl.validation import build_config, config_to_dict
 
 __all__ = [
@@ -91,12 +92,14 @@ def check_logdir(logdir: str | Path) -> None:
 
 
 def run_experiment(
-    cfg: dict[str, Any],
+    config: Experiment,
     logdir: str | Path = "runs",
     console: Console | None = None,
     launch: Launch | None = None,
+    self_play: bool | None = None,
 ) -> Summary:
-    """Trains as ``cfg`` and ``launch`` say, logging into a new run directory under ``logdir``.
+    """Trains as ``config`` and ``launch`` say, logging into a new run directory under
+    ``logdir``; ``self_play`` is the ``--self-play`` flag (``experiment.modes``).
 
     Every mistake (config, sweep, ``logdir``, one found while compiling the program) is
     found before anything is written. Raises ``guards.NonFinite`` when training diverges
@@ -105,27 +108,27 @@ def run_experiment(
     launch = launch or Launch()
     check_logdir(logdir)
     callbacks.check(launch.callbacks, resolve_them=True)
-    setup = build_setup(cfg, launch)
+    setup = build_setup(config, launch, self_play)
     source, warm = _warm_start(setup)
     launch = setup.launch
     with guards.StopSignals() as signals:
         prepared = prepare(setup, warm=warm)
-        run_dir = _new_run_dir(logdir, cfg, launch)
+        run_dir = _new_run_dir(logdir, config, launch)
         with _lock(run_dir):
             if is_primary():
-                write_run_files(run_dir, cfg, launch)
+                write_run_files(run_dir, config, launch)
             if source is not None:
                 _record_start(setup, run_dir, source, prepared.state.agent_state)
             return drive(setup, run_dir, console or Console(), None, prepared, signals)
 
 
-def _new_run_dir(logdir: str | Path, cfg: dict[str, Any], launch: Launch) -> Path:
+def _new_run_dir(logdir: str | Path, config: Experiment, launch: Launch) -> Path:
     """A new run directory, created by process 0 of a job (``runners.distributed.topology``) and
     named to the others; ConfigError on every process when it cannot be created."""
     error = run_dir = ""
     if is_primary():
         try:
-            run_dir = str(new_run_dir(logdir, cfg, launch))
+            run_dir = str(new_run_dir(logdir, config, launch))
         except OSError as e:
             error = f"cannot create a run directory under '{logdir}': {e.strerror}"
     named = broadcast_text(error or run_dir)
@@ -145,7 +148,7 @@ def _warm_start(setup: Setup) -> tuple[warmstart.Source | None, Any]:
     launch = setup.launch
     if launch.init_from is None:
         return None, None
-    source = _load_source(launch.init_from, setup.cfg["agent"]["name"])
+    source = _load_source(launch.init_from, setup.config.agent.name)
     setup.launch = dataclasses.replace(launch, init_from=source.spec)
     members = len(setup.members) if launch.batched else 1
 
@@ -216,16 +219,13 @@ def resume_experiment(
     checkpoint.pick_step(run_dir, step)  # a missing run or checkpoint: one line, no change
     with _lock(run_dir):
         setup = build(run_dir)
-        changes = {"checkpoint_every": checkpoint_every, "keep": keep, "watchdog": watchdog}
-        changes = {k: v for k, v in changes.items() if v is not None}
-        if changes:
-            setup.launch = dataclasses.replace(setup.launch, **changes)
+        setup.launch = _relaunched(setup.launch, checkpoint_every, keep, watchdog)
         if devices is not None and devices != setup.launch.devices:
-            setup = build_setup(setup.cfg, dataclasses.replace(setup.launch, devices=devices))
-        if steps is not None and steps != setup.cfg["run"]["steps"]:
-            run = {**setup.cfg["run"], "steps": steps}
-            run = config_to_dict(build_config(RunConfig, run, "run"))
-            setup = build_setup({**setup.cfg, "run": run}, setup.launch)
+            setup = build_setup(setup.config, dataclasses.replace(setup.launch, devices=devices))
+        if steps is not None and steps != setup.config.run.steps:
+            options = {**config_to_dict(setup.config.run), "steps": steps}
+            run = build_config(RunConfig, options, "run")
+            setup = build_setup(dataclasses.replace(setup.config, run=run), setup.launch)
         shape, shardings = setup.saved_shape(), setup.shardings()
         restored, skipped = checkpoint.load_readable(run_dir, shape, step, shardings)
         for line in skipped:
@@ -246,8 +246,20 @@ def resume_experiment(
         with guards.StopSignals() as signals:
             prepared = prepare(setup, restored)
             if is_primary():
-                write_run_files(run_dir, setup.cfg, setup.launch)
+                write_run_files(run_dir, setup.config, setup.launch)
             return drive(setup, run_dir, console, restored, prepared, signals)
+
+
+def _relaunched(
+    launch: Launch, checkpoint_every: int | None, keep: int | None, watchdog: float | None
+) -> Launch:
+    """``launch`` with the options a resume gave (None: as saved)."""
+    return dataclasses.replace(
+        launch,
+        checkpoint_every=launch.checkpoint_every if checkpoint_every is None else checkpoint_every,
+        keep=launch.keep if keep is None else keep,
+        watchdog=launch.watchdog if watchdog is None else watchdog,
+    )
 
 
 def _check_is_run(run_dir: Path) -> None:
@@ -276,7 +288,7 @@ def restore_checkpoint(
     return setup, restored, skipped
 
 
-def restore(run_dir: str | Path, step: int | None = None) -> tuple[Agent, Any, dict[str, Any]]:
+def restore(run_dir: str | Path, step: int | None = None) -> tuple[Any, Any, Experiment]:
     """Loads a trained agent: ``agent, agent_state, config = restore("runs/...")``.
 
     ``agent`` is rebuilt from the run's ``config.yaml``; ``agent_state`` is the agent's
@@ -284,9 +296,10 @@ def restore(run_dir: str | Path, step: int | None = None) -> tuple[Agent, Any, d
     ``agent.act(agent_state, obs, agent.init_carry(num_envs), key, False)``. For a run of
     several seeds or sweep points every leaf of ``agent_state`` has a leading member axis
     (``launch.yaml`` lists them). For a run of independent agents (``--agents``),
-    ``agent`` and ``agent_state`` are tuples, one entry per player.
+    ``agent`` and ``agent_state`` are tuples, one entry per player. ``config`` is the
+    run's ``Experiment`` (``config.to_dict()``: its ``config.yaml``).
     Raises ``ConfigError`` (one line) for a missing or corrupt run or checkpoint.
     """
     setup, restored, _ = restore_checkpoint(run_dir, step)
     agent = setup.players or setup.agent
-    return agent, restored.state.agent_state, setup.cfg
+    return agent, restored.state.agent_state, setup.config

@@ -67,8 +67,7 @@ def _write_whole(path: Path, data: bytes) -> None:
 
 def export(args: argparse.Namespace) -> tuple[Path, int, int]:
     """Writes the file; returns ``(path, step, bytes)``."""
-    from jaxrl import envs, export
-    from jaxrl.experiment.config import env_kwargs
+    from jaxrl import export
     from jaxrl.experiment.run import restore_checkpoint
     from jaxrl.types import take_member
 
@@ -76,23 +75,23 @@ def export(args: argparse.Namespace) -> tuple[Path, int, int]:
     setup, restored, skipped = restore_checkpoint(run_dir, args.step)
     for line in skipped:
         print(f"note: {line}; using checkpoint {restored.step}")
-    step, cfg, launch = restored.step, setup.cfg, setup.launch
+    step, config, launch = restored.step, setup.config, setup.launch
     policies = setup.policies(restored.state.agent_state)
     if not 0 <= args.player < len(policies):
         what = "one agent (0)" if len(policies) == 1 else f"agents 0-{len(policies) - 1}"
         raise ConfigError(f"--player {args.player}: the run has {what}")
     label, agent, state = policies[args.player]
-    name = (cfg.get("agents") or [cfg["agent"]])[args.player]["name"]
+    name = config.trained[args.player].name
     if name == "random":
         raise ConfigError("agent 'random' has no trained policy to export")
     if launch.batched:
-        members = len(launch.members(cfg["run"]["seed"]))
+        members = len(launch.members(config.run.seed))
         if not 0 <= args.member < members:
             raise ConfigError(f"--member must be in [0, {members - 1}], got {args.member}")
         state = take_member(state, args.member)
     elif args.member != 0:
         raise ConfigError(f"--member {args.member}: the run has one member (0)")
-    spec = envs.make(cfg["env"]["name"], num_envs=1, **env_kwargs(cfg)).spec
+    spec = config.env.make(1).spec
     data = export.policy_file(agent, state, spec, args.format, args.batch)
     suffix = f"_{label}" if label else ""
     default = run_dir / "export" / f"policy_{step}{suffix}.{args.format}"

@@ -54,7 +54,7 @@ class PeriodicExport:
 
         setup = event.setup
         members = range(len(setup.members)) if event.batched else [None]
-        names = [a["name"] for a in setup.cfg.get("agents") or [setup.cfg["agent"]]]
+        names = [a.name for a in setup.config.trained]
         paths = []
         for (label, agent, state), name in zip(
             setup.policies(event.agent_state), names, strict=True

@@ -54,6 +54,10 @@ class RunConfig(Options):
     opponent_scripted: float = option(0.0, ge=0, le=1)
 
 
+# The options of RunConfig that only self-play reads (runners/games/opponent_pool.py).
+SELF_PLAY_OPTIONS = ("opponent_pool", "opponent_envs", "opponent_every", "opponent_scripted")
+
+
 class ChunkLayout(NamedTuple):
     """How a run is cut into iterations and chunks, and when it evaluates: computed once
     (``of``) and shared by the fused runner, the host runner and the host driver.

@@ -35,7 +35,7 @@ import pytest
 from rich.console import Console
 
 from jaxrl import agents, envs
-from jaxrl.experiment.config import env_kwargs, resolve
+from jaxrl.experiment.config import Experiment, resolve
 from jaxrl.experiment.run import run_experiment
 from jaxrl.experiment.setup import Launch, build_setup
 from jaxrl.types import ConfigError, Discrete, EnvSpec
@@ -79,11 +79,11 @@ SHORT_EPISODES = {  # env options that cut episodes short, so the final evaluati
 STEPS = 256  # env steps of a run (at least two chunks, of at least 128 env steps each)
 
 
-def shrunk(agent: str, env: str) -> dict:
+def shrunk(agent: str, env: str) -> Experiment:
     """The config of ``--agent agent --env env``, shrunk: at most 4 envs x 32 steps a
     rollout (PPO's minibatches still divide it), the sizes of ``SMALL``, short episodes,
     chunks of about 128 env steps, no evaluation during training."""
-    cfg = resolve(agent=agent, env=env)
+    cfg = resolve(agent=agent, env=env).to_dict()
     num_envs = min(cfg["env"]["num_envs"], 4)
     rollout = min(cfg["run"]["rollout_len"], 32)
     chunk = num_envs * rollout * max(1, 128 // (num_envs * rollout))
@@ -111,11 +111,11 @@ def _spec(env: str, num_envs: int, options: str) -> EnvSpec:
 def fits(agent: str, env: str) -> bool:
     """Whether ``agent`` can act in ``env`` (its factory does not refuse the env's spec:
     the refusals of ``DOES_NOT_FIT`` are raised there, before a runner is built)."""
-    cfg = resolve(agent=agent, env=env)
-    options = json.dumps(env_kwargs(cfg), sort_keys=True)
-    spec = _spec(cfg["env"]["name"], cfg["env"]["num_envs"], options)
+    config = resolve(agent=agent, env=env)
+    options = json.dumps(dict(config.env.options), sort_keys=True)
+    spec = _spec(config.env.name, config.env.num_envs, options)
     try:
-        agents.make(agent, spec, **{k: v for k, v in cfg["agent"].items() if k != "name"})
+        agents.build(config.agent, spec)
     except ConfigError as e:
         if re.search(DOES_NOT_FIT, str(e)):
             return False

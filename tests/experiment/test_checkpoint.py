@@ -78,9 +78,9 @@ def test_resume_is_exact(tmp_path, straight):
     _, state_half, _ = restore(half)
     _, state_mid, _ = restore(straight, step=768)
     assert main(["--resume", str(half), "--steps", "1024"]) == 0
-    _, resumed, cfg = restore(half)
+    _, resumed, config = restore(half)
     _, direct, _ = restore(straight)
-    assert cfg["run"]["steps"] == 1024 and cfg["agent"]["prioritized"]
+    assert config.run.steps == 1024 and config.agent.option("prioritized")
     # Every array: params, target params, Adam state, replay buffer with its sum tree.
     assert_same_tree(resumed, direct)
     assert rows(half) == rows(straight) and len(rows(half)) == 8
@@ -191,7 +191,7 @@ def test_restored_agent_acts(straight):
     agent, state, cfg = restore(straight)
     obs = jax.numpy.zeros((3, 4))
     greedy, _, _ = agent.act(state, obs, (), jax.random.PRNGKey(0), False)
-    assert greedy.shape == (3,) and cfg["agent"]["name"] == "rainbow"
+    assert greedy.shape == (3,) and cfg.agent.name == "rainbow"
     # Greedy actions do not depend on the key (eval epsilon 0 here).
     state = state.replace(hparams=state.hparams.replace(eval_epsilon=np.float32(0.0)))
     a, _, _ = agent.act(state, obs, (), jax.random.PRNGKey(1), False)
@@ -209,7 +209,7 @@ def test_host_env_run_resumes_its_learner_and_restarts_its_envs(tmp_path):
     (run_dir,) = logdir.iterdir()
     assert checkpoint_steps(run_dir) == [256]
     _, saved, cfg = restore(run_dir)
-    assert cfg["env"]["name"] == "gym:CartPole-v1"
+    assert cfg.env.name == "gym:CartPole-v1"
     # What a resume starts from is the saved learner, bit for bit.
     from jaxrl.experiment.checkpoint import load
     from jaxrl.experiment.run import build

@@ -113,7 +113,8 @@ def test_what_a_job_of_processes_cannot_run_is_one_line(monkeypatch):
     is a ConfigError naming it; a job of one process broadcasts nothing."""
     import jax
 
-    from jaxrl.experiment.setup import Launch, _check_job
+    from jaxrl.experiment.modes import check_job
+    from jaxrl.experiment.setup import Launch
     from jaxrl.runners.distributed.devices import env_mesh
     from jaxrl.runners.distributed.topology import broadcast_text
     from jaxrl.types import ConfigError
@@ -132,5 +133,5 @@ def test_what_a_job_of_processes_cannot_run_is_one_line(monkeypatch):
         (Launch(devices="all", callbacks=["export"]), "drop --callback"),
     ):
         with pytest.raises(ConfigError, match=flag):
-            _check_job(launch)
-    _check_job(Launch(devices="all"))
+            check_job(launch)
+    check_job(Launch(devices="all"))

@@ -3,6 +3,7 @@ at the target, the IQM and its CI and the fraction at the target of a seed run's
 returns, the evaluation a single run stopped at with a final evaluation of at least 20
 episodes of the policy it saved; and ``--seeds`` beyond memory refused in one line."""
 
+import dataclasses
 import io
 import math
 import os
@@ -154,15 +155,15 @@ def test_presets_benchmark_judges_each_preset_on_an_env_of_its_own():
         if family in (None, "*"):
             continue
         cfg = module.preset_config(name)
-        assert envs.family(cfg["env"]["name"]) == family, (name, cfg["env"]["name"])
-        assert cfg["run"]["stop_return"] is None
+        assert envs.family(cfg.env.name) == family, (name, cfg.env.name)
+        assert cfg.run.stop_return is None
         checked.append(name)
     assert {"minatar-dqn", "minatar-pqn", "minatar-rainbow"} <= set(checked)
     cfg = module.preset_config("minatar-pqn")
-    assert cfg["env"]["num_envs"] == 32 and cfg["agent"]["epsilon_decay_steps"] == 100_000
+    assert cfg.env.num_envs == 32 and cfg.agent.option("epsilon_decay_steps") == 100_000
     other = module.preset_config("minatar-pqn", env="MinAtar-Asterix")  # --env
-    assert other["env"] == {**cfg["env"], "name": "MinAtar-Asterix"}
-    assert other["agent"] == cfg["agent"]
+    assert other.env == dataclasses.replace(cfg.env, name="MinAtar-Asterix")
+    assert other.agent == cfg.agent
 
 
 def test_presets_benchmark_groups_resume_from_their_files(tmp_path, monkeypatch):

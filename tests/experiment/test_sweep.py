@@ -223,9 +223,9 @@ def atari_members():
     """DQN on Pong (10x10 frames, an MLP, random actions: epsilon 1) as one batched
     program of 2 learning rates x 2 seeds: 4 members, one vector env of 4 x 2 emulators
     for training and one of 4 x 2 for evaluation."""
-    from jaxrl import agents, envs, runners
+    from jaxrl import agents, envs
     from jaxrl.experiment.sweep import batch_runner
-    from jaxrl.runners import RunConfig
+    from jaxrl.runners import RunConfig, make_runner
 
     kwargs = dict(img_height=10, img_width=10, noop_max=0, max_num_frames_per_episode=200)
     env, eval_env = envs.make("Pong", num_envs=2, **kwargs), envs.make("Pong", 2, **kwargs)
@@ -234,7 +234,7 @@ def atari_members():
         learning_starts=32, target_update_period=32, epsilon_start=1.0, epsilon_end=1.0,
     )  # fmt: skip
     config = RunConfig(steps=128, rollout_len=4, log_every=64, eval_every=128, eval_episodes=2)
-    runner = batch_runner(runners.make(agent, env, config, eval_env))
+    runner = batch_runner(make_runner(agent, env, config, eval_env))
     keys = jnp.stack([jax.random.split(jax.random.PRNGKey(s))[0] for s in (0, 1, 0, 1)])
     base = jax.jit(lambda k: agent.init(k).hparams)(jax.random.PRNGKey(0))
     state = jax.jit(runner.init)(keys, member_hparams(base, grid({"lr": [1e-2, 1e-5]}), 2))

@@ -19,7 +19,6 @@ from jaxrl.runners import (
     ChunkLayout,
     LearnerCheckpoint,
     RunConfig,
-    make,
     make_host_runner,
     make_runner,
 )
@@ -189,7 +188,7 @@ def test_runner_says_what_a_checkpoint_holds():
     env = envs.make("gym:CartPole-v1", num_envs=2)
     agent = agents.make("dqn", env.spec, **TINY_DQN)
     config = RunConfig(steps=64, log_every=16, eval_every=0, eval_episodes=2)
-    runner = make(agent, env, config)
+    runner = make_host_runner(agent, env, config)
     assert not runner.jittable
     state = runner.init(jax.random.PRNGKey(0))
     state, _ = runner.run_chunk(state)
@@ -206,7 +205,7 @@ def test_runner_says_what_a_checkpoint_holds():
         np.testing.assert_array_equal(a, b)
 
     fused_env = envs.make("CartPole-v1", num_envs=2)
-    fused = make(agent, fused_env, config)
+    fused = make_runner(agent, fused_env, config)
     assert fused.jittable
     state = jax.jit(fused.init)(jax.random.PRNGKey(0))
     assert fused.save(state) is state

@@ -87,50 +87,6 @@ def check_agents(agents: Sequence[Agent], env: Env, rollout_len: int) -> None:
         )
 
 
-def check_config(cfg: dict[str, Any], self_play: bool) -> None:
-    """ConfigError (one line) unless a resolved config's ``agents`` list can play its env:
-    not with ``--self-play``, a turn-based game with as many players as agents, and each
-    agent a one-step off-policy learner of stitched transitions (``dqn`` or ``rainbow``
-    with ``n_step: 1``, as for self-play)."""
-    from jaxrl import envs
-    from jaxrl.runners.games.self_play import SELF_PLAY_AGENTS, check_opponents
-
-    listed = cfg["agents"]
-    if self_play:
-        raise ConfigError("--self-play shares one agent between the players; drop --agents")
-    check_opponents(cfg, self_play)
-    name = cfg["env"]["name"]
-    kwargs = {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
-    spec = envs.make(name, num_envs=1, **kwargs).spec
-    if spec.num_players < 2 or not spec.turn_based:
-        raise ConfigError(
-            f"--agents needs a turn-based game of 2+ players (connect_four, tic_tac_toe); "
-            f"'{name}' has {spec.num_players} player(s)"
-        )
-    if len(listed) != spec.num_players:
-        names = ",".join(a["name"] for a in listed)
-        raise ConfigError(
-            f"'{name}' has {spec.num_players} players: give {spec.num_players} agents, not "
-            f"{len(listed)} ({names})"
-        )
-    for a in listed:
-        if a["name"] not in SELF_PLAY_AGENTS:
-            raise ConfigError(
-                f"--agents takes {' or '.join(SELF_PLAY_AGENTS)} (one-step off-policy learners "
-                f"that honour the legal-move mask), not '{a['name']}'"
-            )
-        if a.get("n_step", 1) != 1:
-            raise ConfigError(
-                f"agent '{a['name']}' has n_step {a['n_step']}: independent agents learn from "
-                "single stitched transitions: give --agent.n_step 1"
-            )
-    if cfg["run"]["rollout_len"] % spec.num_players:
-        raise ConfigError(
-            f"run.rollout_len {cfg['run']['rollout_len']} must be a multiple of the "
-            f"{spec.num_players} players"
-        )
-
-
 def _select(actions: Sequence[jax.Array], player: jax.Array) -> jax.Array:
     """The action ``[N]`` of the agent of ``player`` ``[N]`` among ``actions`` (one per agent)."""
     stacked = jnp.stack(actions, axis=1)  # [N, P]

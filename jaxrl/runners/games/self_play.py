@@ -226,59 +226,6 @@ def check_self_play(agent: Agent, env: Env) -> None:
         raise ConfigError("self-play takes agents without a per-env carry (dqn, rainbow)")
 
 
-SELF_PLAY_AGENTS = ("dqn", "rainbow")
-
-
-def check_opponents(cfg: dict[str, Any], self_play: bool) -> None:
-    """ConfigError (one line) where a config without ``--self-play`` sets a training
-    opponent option (``run.opponent_pool``, ``run.opponent_scripted``)."""
-    for option in ("opponent_pool", "opponent_scripted"):
-        if cfg["run"].get(option) and not self_play:
-            raise ConfigError(f"run.{option} (training opponents) applies to --self-play only")
-
-
-def check_config(cfg: dict[str, Any], self_play: bool) -> None:
-    """ConfigError (one line) unless a resolved experiment config and ``--self-play``
-    agree: self-play needs a game of several players, such a game needs self-play (the one
-    multi-player mode there is), and the agent must learn from single stitched
-    transitions: ``dqn`` or ``rainbow`` with ``n_step: 1`` (module docstring)."""
-    from jaxrl import envs
-
-    name = cfg["env"]["name"]
-    kwargs = {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
-    spec = envs.make(name, num_envs=1, **kwargs).spec
-    players = getattr(spec, "num_players", 1)
-    if self_play and (players < 2 or not spec.turn_based):
-        raise ConfigError(
-            "--self-play needs a turn-based game of 2+ players (connect_four, tic_tac_toe, "
-            f"hanabi); '{name}' has {players} player(s)"
-        )
-    if not self_play and players > 1 and spec.turn_based:
-        raise ConfigError(f"'{name}' is a {players}-player game: train it with --self-play")
-    check_opponents(cfg, self_play)
-    if not self_play and players > 1 and not spec.turn_based:
-        if cfg["agent"]["name"] not in ("maddpg", "ippo"):
-            raise ConfigError(
-                f"'{name}' is a {players}-player simultaneous-move game: train it with "
-                "--agent maddpg or ippo (or the shared layout, without --env.shared false)"
-            )
-        return
-    if not self_play:
-        return
-    agent = cfg["agent"]["name"]
-    if agent not in SELF_PLAY_AGENTS:
-        raise ConfigError(
-            f"--self-play trains {' or '.join(SELF_PLAY_AGENTS)} (one-step off-policy "
-            f"learners of stitched transitions), not '{agent}'"
-        )
-    n_step = cfg["agent"].get("n_step", 1)
-    if n_step != 1:
-        raise ConfigError(
-            f"--self-play interleaves the players' transitions in one stream per env, so "
-            f"n-step windows would mix players: use --agent.n_step 1 (got {n_step})"
-        )
-
-
 def _empty(env: Env, agent: Agent, agent_state: Any, obs: Any, player: jax.Array) -> Stitch:
     """A ``Stitch`` with nothing pending or queued, shaped like ``agent.act``'s outputs."""
     P = env.spec.num_players

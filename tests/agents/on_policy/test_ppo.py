@@ -121,10 +121,10 @@ def test_user_mistakes_are_config_errors():
 
 
 def test_cli_fills_total_steps_from_the_run():
-    cfg = resolve(agent="ppo", env="CartPole", steps=12_345)
+    cfg = resolve(agent="ppo", env="CartPole", steps=12_345).to_dict()
     assert cfg["agent"]["total_steps"] == 12_345
     assert cfg["preset"] == "cartpole-ppo" and cfg["run"]["rollout_len"] == 128
-    cfg = resolve(agent="ppo", env="CartPole", overrides={"agent.total_steps": 99})
+    cfg = resolve(agent="ppo", env="CartPole", overrides={"agent.total_steps": 99}).to_dict()
     assert cfg["agent"]["total_steps"] == 99
 
 

@@ -11,7 +11,7 @@ import pytest
 from jaxrl.experiment.sweep import batch_runner
 from jaxrl.runners import RunConfig
 from jaxrl.runners.games import opponent_pool
-from jaxrl.runners.games.self_play import check_config, make_self_play_runner
+from jaxrl.runners.games.self_play import make_self_play_runner
 from jaxrl.types import OBS, Agent, ConfigError
 from tests.runners.games.test_self_play import make_game
 
@@ -140,15 +140,6 @@ def test_layout_mistakes_are_one_line():
         opponent_pool.PoolLayout.of(4, 0.5, 100, 32, 8, 2)  # 4 groups of 1 env
     layout = opponent_pool.PoolLayout.of(2, 0.5, 100, 32, 8, 2)
     assert layout == opponent_pool.PoolLayout(2, 4, 4, 2)  # 100 steps: 4 iterations of 32
-    cfg = {"agent": {"name": "dqn"}, "env": {"name": "CartPole-v1"}, "run": {"opponent_pool": 2}}
-    with pytest.raises(ConfigError, match="applies to --self-play only"):
-        check_config(cfg, False)
-    from jaxrl.runners.games import independent as multi_agent
-
-    games = {**cfg, "env": {"name": "connect_four"}, "agents": [{"name": "dqn"}] * 2}
-    games["run"] = {"opponent_scripted": 0.25}
-    with pytest.raises(ConfigError, match="run.opponent_scripted .* applies to --self-play"):
-        multi_agent.check_config(games, False)
 
 
 def test_dqn_members_with_a_pool_equal_separate_runs():
