@@ -32,6 +32,7 @@ from (a PNG text chunk), so ``--check`` also names a plot whose data changed.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 from pathlib import Path
@@ -319,6 +320,14 @@ def preset_section(root: Path, preset: str) -> dict[str, Any]:
     path = root / PRESETS / f"{preset}.yaml"
     if not path.exists():
         return {}
+    stat = path.stat()
+    return _preset_section(root, preset, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _preset_section(root: Path, preset: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    """``preset_section``, parsed once per version of the file (PyYAML is pure Python)."""
+    path = root / PRESETS / f"{preset}.yaml"
     config = yaml.safe_load(path.read_text()) or {}
     parent = preset_section(root, config["preset"]) if config.get("preset") else {}
     return {k: {**parent.get(k, {}), **config.get(k, {})} for k in ("agent", "env", "run")}
