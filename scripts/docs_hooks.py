@@ -95,7 +95,7 @@ def summary(name: str, root: Path = ROOT) -> str:
     path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
     first = " ".join(doc.split("\n\n", 1)[0].split())
-    first = re.split(r"(?<=[a-z)`'])\. ", first, maxsplit=1)[0].rstrip(".")
+    first = re.split(r"(?<=[a-z)`'])\. (?=[A-Z])", first, maxsplit=1)[0].rstrip(".")
     return first.replace("|", "\\|")
 
 
@@ -219,7 +219,11 @@ def shown(value: Any) -> str:
 
 
 def cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """``text`` as one Markdown table cell: whitespace folded, pipes escaped outside code
+    spans (the table extension leaves a pipe inside backticks alone, and shows an escape
+    there as typed)."""
+    parts = re.split(r"(`+[^`]*`+)", " ".join(str(text).split()))
+    return "".join(p if p.startswith("`") else p.replace("|", "\\|") for p in parts)
 
 
 def declaring_class(cls: type, name: str) -> type:

@@ -255,8 +255,9 @@ def test_algorithm_page_holds_its_presets_rows_commands_and_plots(tmp_path):
     assert page.startswith("# DQN\n\nProse.\n\n## Results\n\n<!-- generated: results -->\n")
     assert row_line(block, "toy-dqn") == (
         "| toy-dqn | CartPole-v1 | 150,000 | 500.0 [494.3, 500.0] | 475 | 27/32 "
-        "| 115,200 (31 solved) | 500.0 +- 0.0: RL Zoo benchmark.md, dqn, 50k steps |"
+        "| 115,200 (31 solved) |"
     )
+    assert "- published anchor: 500.0 +- 0.0: RL Zoo benchmark.md, dqn, 50k steps" in block
     assert row_line(block, "toy-lake") == ""  # no preset file: no agent, not on this page
     assert "- reproduce: `python benchmarks/presets.py --presets toy-dqn --seeds 32`" in block
     assert "](plots/toy-dqn.png)" in block
