@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 DEV_STAMP := $(VENV)/.installed-dev
 
-.PHONY: train test lint format bench docs clean
+.PHONY: train test lint format bench docs docs-check notebooks clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -27,12 +27,12 @@ train: $(STAMP)
 	PYTHONDONTWRITEBYTECODE= $(PY) -m jaxrl.train --agent dqn --env CartPole
 
 lint: $(DEV_STAMP)
-	$(PY) -m ruff check jaxrl tests benchmarks
-	$(PY) -m ruff format --check jaxrl tests benchmarks
+	$(PY) -m ruff check jaxrl tests benchmarks scripts
+	$(PY) -m ruff format --check jaxrl tests benchmarks scripts
 
 format: $(DEV_STAMP)
-	$(PY) -m ruff format jaxrl tests benchmarks
-	$(PY) -m ruff check --fix jaxrl tests benchmarks
+	$(PY) -m ruff format jaxrl tests benchmarks scripts
+	$(PY) -m ruff check --fix jaxrl tests benchmarks scripts
 
 # Two workers, one test file each at a time (module fixtures stay within a worker): on the
 # 2-core CI machine most of the suite is single-threaded compilation. Files are handed out
@@ -45,6 +45,17 @@ test: lint
 # The documentation site, warnings as errors (tests/test_docs.py builds it too), into site/.
 docs: $(DEV_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
+# The site in a real browser: builds it, serves it on 127.0.0.1, and with headless Chromium
+# (Debian's chromium package; CI has none, so `make test` does not run this) saves
+# screenshots of the home page, an algorithm page and a search into
+# docs/assets/screenshots/, and checks that the search finds the Rainbow page.
+docs-check: $(DEV_STAMP)
+	$(PY) scripts/docs_check.py
+
+# Executes the notebooks and saves them with their outputs, which the site shows.
+notebooks: $(DEV_STAMP)
+	$(PY) scripts/run_notebooks.py
 
 bench: $(STAMP)
 	$(PY) benchmarks/dqn_cartpole.py

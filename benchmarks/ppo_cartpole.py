@@ -24,7 +24,8 @@ virtual environment and runs in a subprocess of this script::
 Unless ``XLA_FLAGS`` is set, both libraries run with ``--xla_cpu_multi_thread_eigen=false``:
 with XLA:CPU's multi-threaded Eigen pool, jaxlib 0.10.2 on this 2-core machine wedged
 (every thread asleep in ``block_until_ready``, no CPU used) in three of five runs of this
-benchmark, at 1 seed and at 8; see benchmarks/RESULTS.md.
+benchmark, at 1 seed and at 8; see the table "PPO against rejax on CartPole-v1"
+in benchmarks/RESULTS.md (data: benchmarks/data/ppo-vs-rejax.yaml).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
     python benchmarks/presets.py [--presets cartpole-dqn ...] [--seeds 32] [--steps N]
         [--group G] [--group-dir DIR] [--env GAME] [--out-dir benchmarks/presets]
-        [--results benchmarks/RESULTS.md]
+        [--data benchmarks/data/presets.yaml] [--label RUN] [--source JOURNAL]
+        [--results FILE.md]
 
 Each preset (``configs/presets``) runs as one program of K members (``--seeds``; the
 ``--seeds K`` program of ``python -m jaxrl.train``, in groups of ``--group`` members where
@@ -11,16 +12,20 @@ the preset's evaluations (greedy, ``run.eval_episodes`` episodes every ``run.eva
 env steps) and no early stop. Per member: the final greedy return (at least 20 episodes
 of the final policy, ``experiment.driver.final_returns``), the first env step at which an
 evaluation reached the target, and the area under the evaluation curve (the trapezoid
-mean of the evaluations over the steps, in return units). Per preset, printed and added
-to ``--results``: the IQM of the final returns with its 95% stratified-bootstrap CI
-(``jaxrl.stats``, Agarwal et al. 2021), the fraction of members at or above the target at
+mean of the evaluations over the steps, in return units). Per preset, printed and recorded
+in ``--data`` (``benchmarks/data/presets.yaml``: the preset's row replaced or added, and a
+run entry with the machine, date, load, command, commit and ``--source``, the journal
+entry that discusses it; ``python benchmarks/tables.py`` then writes the tables; a
+Markdown section is also appended to ``--results`` where one is given): the IQM of the
+final returns with its 95% stratified-bootstrap CI (``jaxrl.stats``, Agarwal et al.
+2021), the fraction of members at or above the target at
 the end, the median first-solve step, wall and compile time, and the published anchor
 with its source; and a plot of the IQM evaluation curve with its 95% bootstrap band
 (``jaxrl.plot``) and the per-member numbers (JSON) in ``--out-dir``. With ``--group-dir``
 each finished group's numbers are kept there and a group already there is read instead of
-run: a table longer than one sitting (32 Pendulum TD3 members, MinAtar at 1M steps) is
+run: a table too long to run in one go (32 Pendulum TD3 members, MinAtar at 1M steps) is
 finished by running the same command again (wall and compile times are the groups' sums).
-A group longer than one sitting goes on too: every ``SAVE_EVERY_S`` seconds of running its
+A group too long to run in one go goes on too: every ``SAVE_EVERY_S`` seconds of running its
 whole state (``experiment.checkpoint``, Orbax) and its evaluations so far are saved in
 ``<group file>.progress/``, which the same command continues from (bit for bit the chunks
 an unbroken run would have run) and removes once the group's file is written. SIGINT or
@@ -61,7 +66,7 @@ from jaxrl.experiment.setup import Launch, build_setup
 from jaxrl.plot import plot
 from jaxrl.types import ConfigError
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+DATA = Path(__file__).resolve().parent / "data" / "presets.yaml"
 SAVE_EVERY_S = 900.0  # a running group's progress is saved this often (seconds of running)
 # FrozenLake-v1: Gymnasium's reward_threshold (success rate of the slippery 4x4 map).
 TARGETS = {"CartPole-v1": 475.0, "Acrobot-v1": -100.0, "Pendulum-v1": -200.0, "FrozenLake-v1": 0.70}
@@ -131,7 +136,7 @@ def run_preset(
     as ``seeds`` members (seeds ``run.seed`` to ``run.seed + seeds - 1``) in groups of
     ``group``; per-member results and the times. With ``group_dir``, each finished group is
     written there (``group_file``) and a group found there is read instead of run, so a
-    table too long for one sitting is finished by the same call made again."""
+    table too long to run in one go is finished by the same call made again."""
     config = preset_config(name, steps, overrides, env)
     cfg = config.to_dict()
     target = TARGETS.get(config.env.name)
@@ -190,7 +195,8 @@ def run_group(
 ) -> dict[str, Any]:
     """One program of ``size`` members (seeds ``config.run.seed`` on): per member the
     final greedy return, first-solve step and area under the curve; the evaluation curves
-    ``[size, evaluations]``, and the compile, run and wall seconds (summed over sittings).
+    ``[size, evaluations]``, and the compile, run and wall seconds (summed over the parts
+    of a stopped and continued run).
 
     With ``progress`` (a directory), the runner state and the evaluations so far are saved
     there after a chunk whenever ``SAVE_EVERY_S`` seconds of running have passed since the
@@ -334,8 +340,18 @@ def main(argv: list[str] | None = None) -> int:
         "here is read, not run again",
     )
     parser.add_argument("--out-dir", default=str(Path(__file__).resolve().parent / "presets"))
-    parser.add_argument("--results", default=str(RESULTS), help="Markdown file appended to")
-    parser.add_argument("--label", default="", help="a note for the RESULTS section title")
+    parser.add_argument(
+        "--data",
+        default=str(DATA),
+        help="the presets table's data file, where the rows and the run are recorded",
+    )
+    parser.add_argument("--results", help="a Markdown file the table is also appended to")
+    parser.add_argument("--label", default="", help="the run's name in --data (default: dated)")
+    parser.add_argument(
+        "--source",
+        default="benchmarks/journal/ (no entry named: pass --source)",
+        help="the journal entry that discusses the run",
+    )
     args = parser.parse_args(argv)
     try:
         available = presets()
@@ -354,10 +370,12 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:  # a bad --env is one line before anything runs
             preset_config(name, args.steps, env=args.env)
         group = args.group or args.seeds
+        started = time.time()
         results = []
         print(HEADER, flush=True)
         for name in names:
             r = run_preset(name, args.seeds, args.steps, group, None, args.group_dir, args.env)
+            r["budget"] = preset_config(name, env=args.env).run.steps
             if args.env:  # another game than the preset's: its own row, files and no anchor
                 name = r["name"] = f"{name}-{r['cfg']['env']['name']}"
             results.append(r)
@@ -387,21 +405,116 @@ def main(argv: list[str] | None = None) -> int:
         print(e, file=sys.stderr)
         return e.exit_code
     load = os.getloadavg()
-    section = (
-        f"\n### presets.py {args.label}\n\n`python benchmarks/presets.py "
-        f"{' '.join(sys.argv[1:] if argv is None else argv)}` on "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, jax {jax.__version__}, "
-        f"{jax.default_backend()}, load average at the end {load[0]:.1f}/{load[1]:.1f}/"
-        f"{load[2]:.1f}; final returns over "
-        f"{results[0]['episodes']} greedy episodes per member; plots in "
-        f"`{os.path.relpath(args.out_dir, RESULTS.parent)}/`.\n\n{HEADER}\n"
-        + "\n".join(table_row(r) for r in results)
-        + "\n"
-    )
-    print(section)
-    with open(args.results, "a") as f:
-        f.write(section)
+    command = f"python benchmarks/presets.py {' '.join(sys.argv[1:] if argv is None else argv)}"
+    run = run_fields(command.strip(), started, load, args.source)
+    for r in results:  # each per-member file says how it was measured
+        path = Path(args.out_dir) / f"{r['name']}.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), **run}))
+    name = args.label or f"presets-{time.strftime('%Y-%m-%d-%H%M', time.gmtime(started))}"
+    record_run(Path(args.data), name, run, [data_row(r, name, args.out_dir) for r in results])
+    print(f"recorded in {args.data} (run '{name}'); python benchmarks/tables.py writes the tables")
+    if args.results:
+        section = (
+            f"\n### presets.py {args.label}\n\n`{command}` on {run['date']}, jax "
+            f"{jax.__version__}, {jax.default_backend()}, {run['load']}; final returns over "
+            f"{results[0]['episodes']} greedy episodes per member; plots in "
+            f"`{args.out_dir}/`.\n\n{HEADER}\n" + "\n".join(table_row(r) for r in results) + "\n"
+        )
+        with open(args.results, "a") as f:
+            f.write(section)
     return 0
+
+
+def run_fields(command: str, started: float, load: tuple, source: str) -> dict[str, str]:
+    """How a run was measured: machine, date, load, command, commit and journal source, as
+    ``benchmarks/data``'s runs record it."""
+    import platform
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    try:
+        commit = subprocess.run(
+            ["git", "describe", "--always", "--dirty", "--abbrev=7"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = "not recorded (no git)"
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    machine = (
+        f"{os.cpu_count()}-core {platform.machine()} machine ({memory:.0f} GB RAM, jax backend "
+        f"{jax.default_backend()}), Python {platform.python_version()}, jax {jax.__version__}"
+    )
+    fmt = "%Y-%m-%d, %H:%M UTC"
+    date = f"{time.strftime(fmt, time.gmtime(started))} to {time.strftime(fmt, time.gmtime())}"
+    return dict(
+        machine=machine,
+        date=date,
+        load=f"load average at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}",
+        command=command,
+        commit=commit,
+        source=source,
+    )
+
+
+def data_row(r: dict[str, Any], run: str, out_dir: str) -> dict[str, Any]:
+    """One row of ``benchmarks/data/presets.yaml`` for a finished preset, in the format
+    ``benchmarks/tables.py`` reads (figures rounded as its table prints them)."""
+    ci = stats.interval_estimate(r["finals"])
+    d = 3 if number_format(r["finals"]) == ".3f" else 1
+    target = r["target"]
+    solved = [s for s in r["solves"] if s is not None]
+    row = dict(
+        preset=r["name"],
+        run=run,
+        seeds=len(r["finals"]),
+        env_steps=int(r["cfg"]["run"]["steps"]),
+        final_iqm=round(float(ci.point), d),
+        final_ci=[round(float(ci.lower), d), round(float(ci.upper), d)],
+        auc_iqm=round(float(stats.iqm(r["aucs"])), d),
+        compile_s=round(float(r["compile"])),
+        wall_s=round(float(r["wall"])),
+        members=os.path.relpath(Path(out_dir) / f"{r['name']}.json", Path(__file__).parents[1]),
+        anchor=ANCHORS.get(r["name"], "-"),
+    )
+    if r.get("budget", 0) > row["env_steps"]:
+        row["budget"] = f"{r['budget']:,}"  # the preset's own budget, cut by --steps
+    if target is not None:
+        row["target"] = target
+        row["at_target"] = int(np.sum(np.asarray(r["finals"]) >= target))
+        row["first_solve"] = [float(np.median(solved)) if solved else 0, len(solved)]
+    return row
+
+
+def record_run(path: Path, run: str, fields: dict[str, str], rows: list[dict[str, Any]]) -> None:
+    """Records a run and its rows in the data file at ``path``, editing its text so that its
+    comments and layout stay: the run is added under ``runs:``, each row replaces the row
+    of the same preset (or is added at the end of ``rows:``)."""
+    import re
+
+    import yaml
+
+    text = path.read_text()
+    block = yaml.safe_dump({run: fields}, allow_unicode=True, sort_keys=False, width=1000)
+    block = "".join(f"  {line}\n" for line in block.splitlines())
+    if re.search(rf"^  {re.escape(run)}:$", text, re.M):
+        raise ConfigError(f"run '{run}' is already in {path}; give another --label")
+    text = re.sub(r"^rows:$", lambda m: block + m.group(0), text, count=1, flags=re.M)
+    for row in rows:
+        text = re.sub(
+            rf"^  - \{{preset: {re.escape(row['preset'])},.*?(?=^  - \{{|\Z)",
+            "",
+            text,
+            flags=re.M | re.S,
+        )
+        line = yaml.safe_dump(
+            row, default_flow_style=True, allow_unicode=True, sort_keys=False, width=10**6
+        )
+        text = text.rstrip("\n") + "\n  - " + line
+    path.write_text(text)
+    yaml.safe_load(path.read_text())  # still YAML
 
 
 if __name__ == "__main__":

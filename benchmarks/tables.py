@@ -18,11 +18,21 @@ in ``benchmarks/RESULTS.md`` and in ``docs/results/NAME.md``; whatever is around
 markers is kept. A file without the markers gets them at its end (a missing docs page is
 created). ``RESULTS.md`` also holds an index of ``benchmarks/journal/`` (block ``journal``)
 and ``docs/results/index.md`` one of the tables (block ``tables``).
+
+Each algorithm page ``docs/algorithms/AGENT.md`` (one per agent) holds block ``results``:
+the rows of ``presets.yaml`` whose preset (``configs/presets/P.yaml``) trains that agent,
+with the command that reproduces each row, the run's date, machine,
+commit and journal entry, a plot of the row's learning curve
+(``docs/algorithms/plots/P.png``, drawn from the per-member evaluations the row names in
+``members``; a row without them says so), and links to the other tables whose data file
+names the agent (``agents: [...]``). A plot carries a digest of the data it was drawn
+from (a PNG text chunk), so ``--check`` also names a plot whose data changed.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 from pathlib import Path
@@ -35,6 +45,12 @@ RESULTS = Path("benchmarks/RESULTS.md")
 DATA = Path("benchmarks/data")
 JOURNAL = Path("benchmarks/journal")
 DOCS = Path("docs/results")
+ALGORITHMS = Path("docs/algorithms")
+PLOTS = ALGORITHMS / "plots"
+PRESETS = Path("configs/presets")
+# The game a family preset is judged on by benchmarks/presets.py (its FAMILY_GAMES).
+FAMILY_GAMES = {"minatar": "MinAtar-Breakout"}
+PLOT_VERSION = "1"  # part of every plot's digest: change it when the drawing changes
 END = "<!-- end generated -->"
 RUN_FIELDS = ("machine", "date", "load", "command", "commit", "source")
 RESERVED = ("index", "journal", "tables")  # names of the other generated blocks and pages
@@ -97,6 +113,8 @@ def validate(name: str, table: Table) -> None:
     """Returns None; raises ValueError naming the table and what is missing or wrong."""
     if name in RESERVED:
         raise ValueError(f"table {name}: the name is taken by another generated block or page")
+    if not isinstance(table.get("agents", []), list):
+        raise ValueError(f"table {name}: 'agents' must be a list of agent names")
     for key in ("title", "kind", "runs", "rows"):
         if key not in table:
             raise ValueError(f"table {name}: no '{key}'")
@@ -296,6 +314,219 @@ def tables_block(tables: dict[str, Table]) -> str:
     return "\n".join(lines)
 
 
+def preset_section(root: Path, preset: str) -> dict[str, Any]:
+    """Preset ``preset``'s config file as a dict, its parent's sections (``preset:``)
+    filled in; empty where the file is missing."""
+    path = root / PRESETS / f"{preset}.yaml"
+    if not path.exists():
+        return {}
+    stat = path.stat()
+    return _preset_section(root, preset, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.cache
+def _preset_section(root: Path, preset: str, mtime_ns: int, size: int) -> dict[str, Any]:
+    """``preset_section``, parsed once per version of the file (PyYAML is pure Python)."""
+    path = root / PRESETS / f"{preset}.yaml"
+    config = yaml.safe_load(path.read_text()) or {}
+    parent = preset_section(root, config["preset"]) if config.get("preset") else {}
+    return {k: {**parent.get(k, {}), **config.get(k, {})} for k in ("agent", "env", "run")}
+
+
+def preset_agent(root: Path, preset: str) -> str | None:
+    """The agent preset ``preset`` trains (None where it has no config file)."""
+    return preset_section(root, preset).get("agent", {}).get("name")
+
+
+def preset_env(root: Path, preset: str) -> str:
+    """The env a preset row was judged on: the preset's env, or its family's game."""
+    env = preset_section(root, preset).get("env", {})
+    return env.get("name") or FAMILY_GAMES.get(env.get("family"), env.get("family", ""))
+
+
+def reproduce(command: str, preset: str) -> str:
+    """The run's recorded command for one preset: without ``nice``, with ``--presets``
+    naming only ``preset``."""
+    words = command.split()
+    while words and words[0] == "nice":  # nice [-n N]
+        words = words[3:] if len(words) > 2 and words[1] == "-n" else words[1:]
+    if "--presets" in words:
+        start = words.index("--presets") + 1
+        end = next((i for i in range(start, len(words)) if words[i].startswith("--")), len(words))
+        words[start:end] = [preset]
+    return " ".join(words)
+
+
+def plot_digest(root: Path, row: dict[str, Any]) -> str:
+    """What a row's plot is drawn from: its per-member file, its target, the drawing."""
+    import hashlib
+
+    data = (root / row["members"]).read_bytes()
+    key = f"{PLOT_VERSION}|{row['preset']}|{row.get('target')}|".encode()
+    return hashlib.sha256(key + data).hexdigest()[:16]
+
+
+def png_text(path: Path) -> dict[str, str]:
+    """The ``tEXt`` chunks of a PNG file."""
+    import struct
+
+    data, out, at = path.read_bytes(), {}, 8
+    while at + 8 <= len(data):
+        length, kind = struct.unpack(">I4s", data[at : at + 8])
+        if kind == b"tEXt":
+            key, _, value = data[at + 8 : at + 8 + length].partition(b"\0")
+            out[key.decode("latin-1")] = value.decode("latin-1")
+        at += 12 + length
+    return out
+
+
+def draw_plot(root: Path, row: dict[str, Any], path: Path) -> None:
+    """The IQM of the members' evaluation curves against env steps, with a 95% bootstrap
+    band over members (2,000 resamples, seed 0) and the target, saved at ``path``."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    members = json.loads((root / row["members"]).read_text())
+    steps = np.asarray(members["steps"], np.float64)
+    curves = np.asarray(members["eval_curves"], np.float64)  # [members, evaluations]
+
+    def iqm(x: np.ndarray) -> np.ndarray:  # over axis -2, as jaxrl.stats.iqm
+        k = x.shape[-2] // 4
+        return np.sort(x, axis=-2)[..., k : x.shape[-2] - k, :].mean(axis=-2)
+
+    rng = np.random.default_rng(0)
+    picks = rng.integers(0, len(curves), size=(2000, len(curves)))
+    low, high = np.percentile(iqm(curves[picks]), [2.5, 97.5], axis=0)
+    fig, ax = plt.subplots(figsize=(6.4, 3.4), dpi=100)
+    ax.fill_between(steps, low, high, alpha=0.25, color="C0", linewidth=0)
+    marker = "o" if len(steps) <= 10 else None  # a few evaluations: show where they are
+    label = f"IQM of {len(curves)} seeds, 95% CI"
+    ax.plot(steps, iqm(curves), color="C0", marker=marker, markersize=4, label=label)
+    if row.get("target") is not None:
+        ax.axhline(row["target"], color="0.4", linestyle="--", linewidth=1, label="target")
+    ax.set_xlabel("env steps")
+    ax.set_ylabel("greedy evaluation return")
+    ax.set_title(f"{row['preset']} on {preset_env(root, row['preset'])}", fontsize=10)
+    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, metadata={"Source": plot_digest(root, row), "Software": None})
+    plt.close(fig)
+
+
+def agent_rows(root: Path, tables: dict[str, Table], agent: str) -> list[dict[str, Any]]:
+    """The rows of the presets tables whose preset trains ``agent``, each with its run."""
+    rows = []
+    for table in tables.values():
+        if table["kind"] != "presets":
+            continue
+        for row in table["rows"]:
+            if preset_agent(root, row["preset"]) == agent:
+                rows.append({**row, "_run": table["runs"][run_of(table, row)]})
+    return rows
+
+
+def algorithm_block(root: Path, tables: dict[str, Table], agent: str) -> str:
+    """Block ``results`` of agent ``agent``'s page: its presets' 32-seed rows, how to
+    reproduce each, its plots, and the other tables that name it."""
+    rows = agent_rows(root, tables, agent)
+    lines = [
+        f"<!-- written by benchmarks/tables.py from {DATA.as_posix()}/ and "
+        f"{PRESETS.as_posix()}/ -->",
+        "",
+    ]
+    if not rows:
+        lines += [
+            f"No preset of `{agent}` has a table over 32 seeds in `{DATA.as_posix()}/` "
+            "(the [presets table](../results/presets.md) says which presets are not judged "
+            "and why).",
+            "",
+        ]
+    else:
+        lines += [
+            "Each row: one preset as one `--seeds 32` program of `benchmarks/presets.py` (the "
+            "[presets table](../results/presets.md) explains the columns). Final return of a "
+            "member: the mean of at least 20 greedy episodes of its final policy.",
+            "",
+            "| preset | env | env steps | final IQM [95% CI] | target | at target (end) "
+            "| median first-solve step |",
+            "| --- | --- | ---: | --- | ---: | ---: | ---: |",
+        ]
+        for row in rows:
+            c = preset_cells(row)
+            env = preset_env(root, row["preset"])
+            lines.append("| " + " | ".join(cell(x) for x in [c[0], env, *c[2:7]]) + " |")
+        lines.append("")
+        for row in rows:
+            run = row["_run"]
+            lines += [f"#### {row['preset']}", ""]
+            if row.get("not_run"):
+                lines += [f"Not run at 32 seeds: {cell(row['not_run'])}.", ""]
+                continue
+            lines += [
+                f"- published anchor: {cell(row.get('anchor') or '-')}",
+                f"- reproduce: `{reproduce(str(run['command']), row['preset'])}`",
+                f"- measured: {cell(run['date'])}; {cell(run['machine'])}; load: "
+                f"{cell(run['load'])}",
+                f"- commit: {cell(run['commit'])}"
+                + (
+                    f" (figures recorded in {run['results_commit']})"
+                    if run.get("results_commit")
+                    else ""
+                ),
+                f"- journal: {cell(run['source'])}",
+            ]
+            if row.get("note"):
+                lines.append(f"- note: {cell(row['note'])}")
+            lines.append("")
+            if row.get("members"):
+                lines += [
+                    f"![{row['preset']}: IQM of the greedy evaluation return over "
+                    f"{row['seeds']} seeds against env steps, with its 95% bootstrap band]"
+                    f"(plots/{row['preset']}.png)",
+                    "",
+                ]
+            else:
+                lines += [
+                    "No learning curve: the run recorded this row's figures but not its "
+                    "members' evaluations (no per-member file in `benchmarks/presets/`).",
+                    "",
+                ]
+    others = [(n, t) for n, t in tables.items() if agent in t.get("agents", [])]
+    if others:
+        lines += ["Other measurements of this agent:", ""]
+        lines += [f"- [{t['title']}](../results/{n}.md)" for n, t in others]
+        lines.append("")
+    return "\n".join(lines).rstrip("\n")
+
+
+def algorithm_agents(root: Path, tables: dict[str, Table]) -> list[str]:
+    """The agents with an algorithm page: each page of ``docs/algorithms`` with a
+    ``results`` block, and each agent a preset row trains (its page is created)."""
+    marker = start_marker("results")
+    pages = {p.stem for p in (root / ALGORITHMS).glob("*.md") if marker in p.read_text()}
+    for table in tables.values():
+        if table["kind"] == "presets":
+            pages |= {a for r in table["rows"] if (a := preset_agent(root, r["preset"]))}
+    return sorted(pages)
+
+
+def plots(root: Path, tables: dict[str, Table]) -> dict[Path, dict[str, Any]]:
+    """``{plot path: row}`` for every preset row with per-member evaluations."""
+    out = {}
+    for agent in algorithm_agents(root, tables):
+        for row in agent_rows(root, tables, agent):
+            if row.get("members") and not row.get("not_run"):
+                out[PLOTS / f"{row['preset']}.png"] = row
+    return out
+
+
 def find_block(text: str, name: str) -> tuple[int, int] | None:
     """``(start, end)`` of block ``name``'s body in ``text`` (between the end of its
     opening marker's line and the start of its closing marker), or None without markers."""
@@ -328,13 +559,20 @@ def expected(root: Path) -> dict[Path, tuple[str, dict[str, str]]]:
     files = {RESULTS: dict(bodies, journal=journal_block(root))}
     files |= {DOCS / f"{name}.md": {name: body} for name, body in bodies.items()}
     files[DOCS / "index.md"] = {"tables": tables_block(tables)}
+    for agent in algorithm_agents(root, tables):
+        files[ALGORITHMS / f"{agent}.md"] = {"results": algorithm_block(root, tables, agent)}
     out = {}
     for path, blocks in files.items():
         title = tables[path.stem]["title"] if path.stem in tables else "Results"
+        title = f"`{path.stem}`" if path.parent == ALGORITHMS else title
         text = (root / path).read_text() if (root / path).exists() else f"# {title}\n"
         for name, body in blocks.items():
-            heading = f"## {tables[name]['title'] if name in tables else 'Journal'}"
-            text = with_block(text, name, body, heading if path == RESULTS else "")
+            heading = ""
+            if path == RESULTS:
+                heading = f"## {tables[name]['title'] if name in tables else 'Journal'}"
+            elif path.parent == ALGORITHMS:
+                heading = "## Results"
+            text = with_block(text, name, body, heading)
         out[path] = (text, blocks)
     return out
 
@@ -349,6 +587,10 @@ def check(root: Path = ROOT) -> list[str]:
             span = find_block(current, name)
             if span is None or current[span[0] : span[1]] != body + "\n":
                 stale.append(f"{name} ({path.as_posix()})")
+    for path, row in plots(root, load_tables(root)).items():
+        target = root / path
+        if not target.exists() or png_text(target).get("Source") != plot_digest(root, row):
+            stale.append(f"plot {row['preset']} ({path.as_posix()})")
     return stale
 
 
@@ -360,6 +602,11 @@ def write(root: Path = ROOT) -> list[Path]:
         if not target.exists() or target.read_text() != text:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text)
+            written.append(path)
+    for path, row in plots(root, load_tables(root)).items():
+        target = root / path
+        if not target.exists() or png_text(target).get("Source") != plot_digest(root, row):
+            draw_plot(root, row, target)
             written.append(path)
     return written
 

@@ -221,3 +221,71 @@ def test_every_per_member_file_says_how_it_was_measured():
         for key in ("machine", "date", "commit", "command", "load", "source"):
             assert isinstance(meta.get(key), str) and meta[key], f"{path.name}: {key}"
         assert "benchmarks/journal/" in meta["source"], path.name
+
+
+def toy_algorithm_root(tmp_path: Path) -> Path:
+    """``toy_root`` with a preset file for ``toy-dqn`` (agent ``dqn``), its per-member
+    evaluations and the algorithm page of ``dqn`` with an empty results block."""
+    root = toy_root(tmp_path)
+    (root / "configs/presets").mkdir(parents=True)
+    (root / "configs/presets/toy-dqn.yaml").write_text(
+        "# DQN on a toy. More words.\nagent: {name: dqn}\nenv: {name: CartPole-v1}\n"
+    )
+    members = {
+        "steps": [1000, 2000, 3000],
+        "eval_curves": [[10.0 * i, 20.0, 30.0 + i] for i in range(8)],
+    }
+    (root / "benchmarks/presets").mkdir()
+    (root / "benchmarks/presets/toy-dqn.json").write_text(json.dumps(members))
+    data = yaml.safe_load((root / "benchmarks/data/toy.yaml").read_text())
+    data["rows"][0]["members"] = "benchmarks/presets/toy-dqn.json"
+    (root / "benchmarks/data/toy.yaml").write_text(yaml.safe_dump(data, allow_unicode=True))
+    (root / "docs/algorithms").mkdir(parents=True)
+    (root / "docs/algorithms/dqn.md").write_text(
+        "# DQN\n\nProse.\n\n## Results\n\n<!-- generated: results -->\n<!-- end generated -->\n"
+    )
+    return root
+
+
+def test_algorithm_page_holds_its_presets_rows_commands_and_plots(tmp_path):
+    root = toy_algorithm_root(tmp_path)
+    assert tables.main(["--root", str(root)]) == 0
+    page = (root / "docs/algorithms/dqn.md").read_text()
+    block = generated(page, "results")
+    assert page.startswith("# DQN\n\nProse.\n\n## Results\n\n<!-- generated: results -->\n")
+    assert row_line(block, "toy-dqn") == (
+        "| toy-dqn | CartPole-v1 | 150,000 | 500.0 [494.3, 500.0] | 475 | 27/32 "
+        "| 115,200 (31 solved) |"
+    )
+    assert "- published anchor: 500.0 +- 0.0: RL Zoo benchmark.md, dqn, 50k steps" in block
+    assert row_line(block, "toy-lake") == ""  # no preset file: no agent, not on this page
+    assert "- reproduce: `python benchmarks/presets.py --presets toy-dqn --seeds 32`" in block
+    assert "](plots/toy-dqn.png)" in block
+    plot = root / "docs/algorithms/plots/toy-dqn.png"
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    assert tables.png_text(plot)["Source"] == tables.plot_digest(
+        root, tables.load_tables(root)["toy"]["rows"][0]
+    )
+    assert tables.check(root) == []
+
+
+def test_check_names_an_algorithm_table_or_plot_that_differs_from_its_data(tmp_path):
+    root = toy_algorithm_root(tmp_path)
+    tables.write(root)
+    data = root / "benchmarks/data/toy.yaml"
+    data.write_text(data.read_text().replace("at_target: 27", "at_target: 26"))
+    assert "results (docs/algorithms/dqn.md)" in tables.check(root)
+    tables.write(root)
+    members = root / "benchmarks/presets/toy-dqn.json"
+    members.write_text(members.read_text().replace("20.0", "21.0"))
+    assert tables.check(root) == ["plot toy-dqn (docs/algorithms/plots/toy-dqn.png)"]
+    assert tables.main(["--check", "--root", str(root)]) == 1
+    tables.write(root)
+    assert tables.check(root) == []
+
+
+def test_reproduce_names_one_preset_without_nice():
+    command = "nice -n 5 python benchmarks/presets.py --presets P Q --seeds 32 --group 8"
+    assert tables.reproduce(command, "cartpole-dqn") == (
+        "python benchmarks/presets.py --presets cartpole-dqn --seeds 32 --group 8"
+    )

@@ -6,6 +6,7 @@ them; shell blocks run as printed (``python`` is this interpreter)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -118,3 +119,50 @@ def test_shell_blocks_run(page, tmp_path):
             argv = [sys.executable, *argv[1:]] if argv[0] == "python" else argv
             done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True)
             assert done.returncode == 0, f"{command}: {done.stderr[-2000:]}"
+
+
+README = ROOT / "README.md"
+
+
+def test_readme_is_short_and_its_example_runs_here():
+    """README.md stays a front page (about 200 lines at most), and its Python example is
+    the block of ``docs/getting-started.md`` that ``test_python_blocks_run`` executes."""
+    assert len(README.read_text().splitlines()) <= 200
+    readme = [body for lang, body in blocks(README) if lang == "python"]
+    assert readme and readme[0] in to_run(DOCS / "getting-started.md", "python")
+
+
+def test_every_agent_has_its_page():
+    """Each registered agent has ``docs/algorithms/NAME.md`` in the navigation, with its
+    options and presets (written at build time) and its results block
+    (``benchmarks/tables.py``)."""
+    from jaxrl import agents
+
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for name in agents.available():
+        page = DOCS / "algorithms" / f"{name}.md"
+        assert page.exists(), f"no page for agent {name}"
+        text = page.read_text()
+        for marker in (f"<!-- options: {name} -->", f"<!-- presets: {name} -->"):
+            assert marker in text, f"{page.name}: no {marker}"
+        assert "<!-- generated: results -->" in text, f"{page.name}: no results block"
+        assert f"algorithms/{name}.md" in nav, f"{page.name} is not in mkdocs.yml's nav"
+
+
+def test_api_reference_covers_every_public_module():
+    """The reference has a page for every module of jaxrl whose name (or a parent's) does
+    not start with an underscore, and for no other."""
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "scripts/docs_hooks.py")
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    names = hooks.public_modules()
+    files = {p.relative_to(ROOT).with_suffix("") for p in (ROOT / "jaxrl").rglob("*.py")}
+    expected = {
+        ".".join(p.parts[:-1] if p.name == "__init__" else p.parts)
+        for p in files
+        if not any(
+            part.startswith("_") for part in (p.parts[:-1] if p.name == "__init__" else p.parts)
+        )
+    }
+    assert set(names) == expected and "jaxrl.agents.q_learning.dqn" in names
+    assert "jaxrl.export.__main__" not in names
