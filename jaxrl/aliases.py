@@ -6,7 +6,7 @@ and saves the jaxrl name in ``config.yaml``. ``REFUSED`` names the foreign optio
 meaning differs, each with the explanation printed when one is given (one line, exit
 code 2). ``FOREIGN_SIGN`` holds options spelled as jaxrl spells them but meaning the
 opposite sign elsewhere: a value outside jaxrl's range gets that explanation too.
-README.md ("Option names from other libraries") shows the table.
+docs/how-to/other-libraries.md shows the table.
 
 =============================  ==============  ==========================================
 foreign name (library)         jaxrl name      note

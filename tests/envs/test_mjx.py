@@ -4,9 +4,10 @@ and terminations agree step by step; plus the Env contract through ``envs.make``
 
 Tolerance: MJX computes in float32 (C MuJoCo in float64) and its solver differs in detail
 (fixed iteration count, no early exit), so the trajectories start together and part as
-float32 rounding accumulates, faster once contacts switch on and off. Measured on HalfCheetah
-(benchmarks/RESULTS.md): observations (entries up to ~15) differ by 5e-7 after one env step
-and 1e-6 after three, and by up to 7e-3 (relative 2e-3) after ten; rewards by at most 3e-4.
+float32 rounding accumulates, faster once contacts switch on and off. Measured on
+HalfCheetah (benchmarks/journal/2026-11-23-mujoco-mjx-histograms.md): observations
+(entries up to ~15) differ by 5e-7 after one env step and 1e-6 after three, and by up to
+7e-3 (relative 2e-3) after ten; rewards by at most 3e-4.
 So the first ``T0 = 3`` steps must agree to ``2e-5 * (1 + |x|)`` (float32 resolution of
 values of order 10, times a few) and all ``T = 12`` steps to ``1e-2 * (1 + |x|)`` on
 observations and ``1e-3`` on rewards. A wrong reward term, frame skip, observation slice or

@@ -19,7 +19,7 @@ classic env per action space it fits, the envs taken in turn so that every class
 is run by several agents; every agent also runs on one pixel or MuJoCo env
 (``test_agent_env_matrix_pixels.py``). Agents and envs come from the registries, so
 new ones join. ``benchmarks/agent_env_matrix.py`` runs any pair at full size and records
-what it reaches (benchmarks/RESULTS.md).
+what it reaches (benchmarks/journal/2026-11-23-reliability.md).
 """
 
 from __future__ import annotations

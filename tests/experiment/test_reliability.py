@@ -456,7 +456,8 @@ def test_jaxrl_checkpoint_needs_no_import_of_its_own(monkeypatch):
 
     monkeypatch.delattr(jaxrl, "checkpoint", raising=False)
     monkeypatch.delitem(sys.modules, "jaxrl.checkpoint", raising=False)
-    assert jaxrl.checkpoint.restore.__name__ == "restore"  # README: import jaxrl; jaxrl.checkpoint
+    # docs/how-to/checkpoints.md: import jaxrl; jaxrl.checkpoint.restore(...)
+    assert jaxrl.checkpoint.restore.__name__ == "restore"
 
 
 def test_watchdog_ends_a_stalled_chunk_with_one_line_and_the_stacks(tmp_path, capsys, monkeypatch):

@@ -2,12 +2,13 @@
 agent's parameters, and the game's scripted opponent.
 
 Pure self-play trains against the current policy only; once it mostly meets itself it can
-drift away from play it no longer sees (measured on Connect Four: benchmarks/RESULTS.md,
-issue 15). The common remedy is to make some of the games against earlier versions of the
-agent: fictitious self-play (Heinrich & Silver 2016, "Deep Reinforcement Learning from
-Self-Play in Imperfect-Information Games"), OpenAI Five's 80% of games against the current
-self and 20% against past ones (Berner et al. 2019, "Dota 2 with Large Scale Deep
-Reinforcement Learning", section 4.2), AlphaStar's league (Vinyals et al. 2019).
+drift away from play it no longer sees (measured on Connect Four:
+benchmarks/journal/2026-11-24-main-after-merges-1020.md). The common remedy is to make
+some of the games against earlier versions of the agent: fictitious self-play (Heinrich &
+Silver 2016, "Deep Reinforcement Learning from Self-Play in Imperfect-Information Games"),
+OpenAI Five's 80% of games against the current self and 20% against past ones (Berner et
+al. 2019, "Dota 2 with Large Scale Deep Reinforcement Learning", section 4.2), AlphaStar's
+league (Vinyals et al. 2019).
 
 Here, with ``M = RunConfig.opponent_pool`` snapshots:
 

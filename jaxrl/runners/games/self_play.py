@@ -31,7 +31,7 @@ sample per call (noisy nets draw one parameter noise per forward pass, shared by
 batch), and the games start together from one empty board that looks the same to either
 first player, so with a batched ``act`` every env plays the same game (measured on Connect
 Four with the ``connect_four-rainbow`` preset: 1,021 distinct states in 51,200 stitched
-transitions of 32 envs, benchmarks/RESULTS.md).
+transitions of 32 envs, benchmarks/journal/2026-11-24-connect-four-goal.md).
 
 With ``RunConfig.opponent_pool`` or ``opponent_scripted`` set, some envs have a past
 snapshot of the agent, or the game's scripted opponent, in one seat instead of the agent
