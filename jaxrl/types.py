@@ -4,7 +4,10 @@
 * ``TimeStep``: what a vectorized, auto-resetting environment returns from ``reset`` and ``step``.
 * ``Env``: a NamedTuple of pure functions ``reset`` and ``step`` plus its ``spec``.
 * ``Transition``: one step of experience, batched with leading axes ``[T, num_envs]``.
-* ``Agent``: a NamedTuple of pure functions ``init``, ``act``, ``update`` and ``init_carry``.
+* ``Agent``: a NamedTuple of pure functions ``init``, ``act``, ``update`` and ``init_carry``
+  (typed by the protocols ``InitFn``, ``ActFn``, ``UpdateFn``, ``InitCarryFn``, generic in
+  the agent's state type), and ``split_update``: a ``SplitUpdate`` for an agent whose
+  update splits into a gradient and its application (A3C), else None.
 * ``ConfigError``: a user's mistake (unknown name, bad override, mismatch). The CLI turns it
   into one line on stderr and exit code 2.
 
@@ -55,11 +58,15 @@ Contracts v2 (what every later capability builds on):
 * **Actors that lag the learner.** An agent state may hold the actors' own copy of the
   parameters in an optional ``actors`` field (None otherwise; Ape-X,
   ``agents/q_learning/apex.py``), refreshed on its own period; ``act`` uses that copy,
-  ``update`` the learner's. An ``update`` may also carry ``update.gradient(state, rollout,
-  key)`` and ``update.apply(state, gradient)`` with ``update(state, rollout, key)`` equal to
-  ``(apply(state, gradient(state, rollout, key)), metrics)``: the A3C runner
-  (``runners/distributed/a3c_workers.py``) calls them from worker threads on stale
-  parameters; other runners call ``update``.
+  ``update`` the learner's.
+* **An update split in two.** An agent whose update splits into a gradient and its
+  application declares it: ``Agent.split_update`` is a ``SplitUpdate(gradient, apply)``
+  (None otherwise) of ``gradient(state, rollout, key) -> g`` (no state change; ``g.metrics``
+  the worker's metrics) and ``apply(state, g) -> state``, with ``update(state, rollout,
+  key)`` equal to ``(apply(state, gradient(state, rollout, key)), metrics)``: the A3C
+  runner (``runners/distributed/a3c_workers.py``) calls them from worker threads on stale
+  parameters; other runners call ``update``. A wrapper that replaces an agent's
+  ``update`` replaces or drops its ``split_update`` with it.
 * **Greedy extras.** ``act(..., explore=False)`` may return ``q_values`` ``[N, A]``
   (Q-learning agents) or ``action_probs`` ``[N, A]`` (actor-critics) in its extras, for
   the evaluation histograms (``experiment/histograms.py``); callers that do not use them
@@ -98,17 +105,26 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
 
 import jax
 import jax.numpy as jnp
 
 Array = jax.Array
 PRNGKey = jax.Array
+PyTree = Any  # a pytree of arrays (nested tuples, dicts, dataclasses)
 Params = Any
 AgentState = Any  # a flax.struct.dataclass holding arrays only
 EnvState = Any  # a pytree of arrays
 Metrics = dict[str, Array]
+Extras = dict[str, PyTree]  # what ``act`` returns beside the action, for the learner
+
+# The type variables of the generic contracts: an agent's state, an env's state, a split
+# update's gradient (``_co``: only returned, ``_contra``: only taken).
+StateT = TypeVar("StateT")
+_S_co = TypeVar("_S_co", covariant=True)
+_S_contra = TypeVar("_S_contra", contravariant=True)
+EnvStateT = TypeVar("EnvStateT")
 
 
 class ConfigError(ValueError):
@@ -252,13 +268,22 @@ def reset_carry(carry: Carry, initial: Carry, done: Array) -> Carry:
 SHARED = "shared_by_members"
 
 
-def shared_field() -> Any:
-    """A state field whose value every member of a vmapped seed or sweep run shares: an
-    int32 counter that only grows by constants (env steps given to ``update``, rows
-    written to a buffer). ``member_axes`` maps it to ``None``, so ``experiment.sweep``
-    keeps it unbatched and a ``lax.cond`` on it (whether to learn, a target update) stays
-    a real branch under ``vmap`` instead of becoming a select that runs both sides."""
-    return dataclasses.field(metadata={SHARED: True})
+if TYPE_CHECKING:
+    # A type checker takes only the field specifiers that flax.struct.dataclass declares
+    # (dataclass_transform) for fields; any other call on the right of a field is a
+    # default value to it (and a field without one may then not follow). So it sees
+    # flax's ``field`` here, which ``shared_field()`` is to it: a field without a default.
+    from flax.struct import field as shared_field
+else:
+
+    def shared_field() -> Any:
+        """A state field whose value every member of a vmapped seed or sweep run shares:
+        an int32 counter that only grows by constants (env steps given to ``update``, rows
+        written to a buffer). ``member_axes`` maps it to ``None``, so ``experiment.sweep``
+        keeps it unbatched and a ``lax.cond`` on it (whether to learn, a target update)
+        stays a real branch under ``vmap`` instead of becoming a select that runs both
+        sides."""
+        return dataclasses.field(metadata={SHARED: True})
 
 
 def member_axes(tree: Any) -> Any:
@@ -318,16 +343,16 @@ class TimeStep(NamedTuple):
     info: dict[str, Array]
 
 
-class Env(NamedTuple):
-    """A vectorized, functional, auto-resetting environment.
+class Env(NamedTuple, Generic[EnvStateT]):
+    """A vectorized, functional, auto-resetting environment, generic in its state type.
 
     ``reset(key) -> (env_state, timestep)`` and
     ``step(env_state, action [N, ...], key) -> (env_state, timestep)`` are pure and jittable.
     """
 
     spec: EnvSpec
-    reset: Callable[[PRNGKey], tuple[EnvState, TimeStep]]
-    step: Callable[[EnvState, Array, PRNGKey], tuple[EnvState, TimeStep]]
+    reset: Callable[[PRNGKey], tuple[EnvStateT, TimeStep]]
+    step: Callable[[EnvStateT, Array, PRNGKey], tuple[EnvStateT, TimeStep]]
     # False where the env state refers to resources of this process (ale-py's emulators):
     # such a state cannot be checkpointed and restored, so a resume restarts the env.
     state_is_portable: bool = True
@@ -349,23 +374,95 @@ class Transition(NamedTuple):
     next_obs: Obs
     terminated: Array
     truncated: Array
-    extras: dict[str, Array]
+    extras: Extras
 
 
-class Agent(NamedTuple):
-    """An agent as pure functions over an immutable state pytree.
+class InitFn(Protocol[_S_co]):
+    """``init(key) -> state``: an agent's initial state."""
 
-    init:   ``(key) -> state``
+    def __call__(self, key: PRNGKey, /) -> _S_co: ...
+
+
+class ActFn(Protocol[_S_contra]):
+    """``act(state, obs [N, ...], carry, key, explore) -> (action [N, ...], carry, extras)``;
+    ``explore`` is static (True while training, False for greedy evaluation); ``carry``
+    is the per-env state kept between steps (module docstring)."""
+
+    def __call__(
+        self, state: _S_contra, obs: Obs, carry: Carry, key: PRNGKey, explore: bool, /
+    ) -> tuple[Array, Carry, Extras]: ...
+
+
+class UpdateFn(Protocol[StateT]):
+    """``update(state, rollout: Transition [T, N, ...], key) -> (state, metrics)``; metrics
+    are float32 scalars, NaN where a quantity was not computed this call."""
+
+    def __call__(
+        self, state: StateT, rollout: Transition, key: PRNGKey, /
+    ) -> tuple[StateT, Metrics]: ...
+
+
+class InitCarryFn(Protocol):
+    """``init_carry(num_envs) -> carry``, the carry at an episode's start (``()`` for an
+    agent that keeps nothing between steps)."""
+
+    def __call__(self, num_envs: int, /) -> Carry: ...
+
+
+class Gradient(Protocol):
+    """What a split update's ``gradient`` returns: anything (a pytree for ``apply``) that
+    carries the metrics of the rollout it came from."""
+
+    @property
+    def metrics(self) -> Metrics: ...
+
+
+GradientT = TypeVar("GradientT", bound=Gradient)
+_G_co = TypeVar("_G_co", bound=Gradient, covariant=True)
+_G_contra = TypeVar("_G_contra", bound=Gradient, contravariant=True)
+
+
+class GradientFn(Protocol[_S_contra, _G_co]):
+    """``gradient(state, rollout, key) -> gradient``, with no change of state."""
+
+    def __call__(self, state: _S_contra, rollout: Transition, key: PRNGKey, /) -> _G_co: ...
+
+
+class ApplyFn(Protocol[StateT, _G_contra]):
+    """``apply(state, gradient) -> state``: a gradient applied to (possibly newer) state."""
+
+    def __call__(self, state: StateT, gradient: _G_contra, /) -> StateT: ...
+
+
+class SplitUpdate(NamedTuple, Generic[StateT, GradientT]):
+    """An update split in two, as an agent declares it (``Agent.split_update``):
+    ``update(state, rollout, key)`` is ``(apply(state, gradient(state, rollout, key)),
+    metrics)``, so workers can compute gradients on stale states and apply them to the
+    newest one (module docstring)."""
+
+    gradient: GradientFn[StateT, GradientT]
+    apply: ApplyFn[StateT, GradientT]
+
+
+class Agent(NamedTuple, Generic[StateT]):
+    """An agent as pure functions over an immutable state pytree of type ``StateT``.
+
+    init:   ``(key) -> state`` (``InitFn``).
     act:    ``(state, obs [N, ...], carry, key, explore: bool) -> (action [N, ...], carry,
-            extras)``; ``explore`` is static (True while training, False for greedy
-            evaluation); ``carry`` is the per-env state kept between steps (module docstring).
-    update: ``(state, rollout: Transition [T, N, ...], key) -> (state, metrics)``; metrics
-            are float32 scalars, NaN where a quantity was not computed this call.
+            extras)`` (``ActFn``); ``explore`` is static (True while training, False for
+            greedy evaluation); ``carry`` is the per-env state kept between steps (module
+            docstring).
+    update: ``(state, rollout: Transition [T, N, ...], key) -> (state, metrics)``
+            (``UpdateFn``); metrics are float32 scalars, NaN where a quantity was not
+            computed this call.
     init_carry: ``(num_envs) -> carry``, the carry at an episode's start (``()`` for an
             agent that keeps nothing between steps).
+    split_update: ``SplitUpdate(gradient, apply)`` of an agent whose update splits in two
+            (A3C; module docstring), else None.
     """
 
-    init: Callable[[PRNGKey], AgentState]
-    act: Callable[..., tuple[Array, Carry, dict[str, Array]]]
-    update: Callable[[AgentState, Transition, PRNGKey], tuple[AgentState, Metrics]]
-    init_carry: Callable[[int], Carry] = no_carry
+    init: InitFn[StateT]
+    act: ActFn[StateT]
+    update: UpdateFn[StateT]
+    init_carry: InitCarryFn = no_carry
+    split_update: SplitUpdate[StateT, Any] | None = None
