@@ -67,6 +67,3 @@ def make_random(spec: EnvSpec, **overrides: Any) -> Agent:
         return state.replace(step=state.step + steps), {}
 
     return Agent(init=init, act=act, update=update)
-
-
-make_random.Config = RandomConfig

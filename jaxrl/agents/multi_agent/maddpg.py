@@ -269,6 +269,3 @@ def make_maddpg(spec: EnvSpec, **overrides: Any) -> Agent:
         return jax.lax.cond(ready, learn, skip, state, key)
 
     return Agent(init, act, update)
-
-
-make_maddpg.Config = MADDPGConfig

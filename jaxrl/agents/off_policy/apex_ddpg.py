@@ -118,6 +118,3 @@ def make_apex_ddpg(spec: EnvSpec, **overrides: Any) -> Agent:
         return state.replace(actors=actors), {**metrics, "noise_scale": scales.mean()}
 
     return Agent(init, act, update, inner.init_carry)
-
-
-make_apex_ddpg.Config = ApexDDPGConfig

@@ -393,6 +393,3 @@ def make_agent(spec: EnvSpec, cfg: MBPOConfig, name: str = "mbpo") -> Agent:
 def make_mbpo(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds an MBPO agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     return make_agent(spec, build_config(MBPOConfig, overrides, "agent 'mbpo'"))
-
-
-make_mbpo.Config = MBPOConfig

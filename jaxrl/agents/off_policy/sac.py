@@ -263,6 +263,3 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
 def make_sac(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds a SAC agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     return make_agent(spec, build_config(SACConfig, overrides, "agent 'sac'"))
-
-
-make_sac.Config = SACConfig

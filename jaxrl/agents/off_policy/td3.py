@@ -216,7 +216,3 @@ def make_td3(spec: EnvSpec, **overrides: Any) -> Agent:
 def make_ddpg(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds a DDPG agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     return make_agent(spec, build_config(DDPGConfig, overrides, "agent 'ddpg'"), "ddpg")
-
-
-make_td3.Config = TD3Config
-make_ddpg.Config = DDPGConfig

@@ -180,6 +180,3 @@ def make_impala(spec: EnvSpec, **overrides: Any) -> Agent:
     if rnn is None:
         return Agent(init=parts.init, act=parts.act, update=update)
     return Agent(init=rnn.init, act=rnn.act, update=update, init_carry=rnn.init_carry)
-
-
-make_impala.Config = IMPALAConfig

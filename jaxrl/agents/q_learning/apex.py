@@ -186,6 +186,3 @@ def make_apex_dqn(spec: EnvSpec, **overrides: Any) -> Agent:
         act=functools.partial(_act, p),
         update=functools.partial(_update, p),
     )
-
-
-make_apex_dqn.Config = ApexDQNConfig

@@ -188,6 +188,3 @@ def make_pqn(spec: EnvSpec, **overrides: Any) -> Agent:
         return state, metrics
 
     return Agent(init=init, act=act, update=update)
-
-
-make_pqn.Config = PQNConfig

@@ -140,6 +140,3 @@ def make_tabular_q(spec: EnvSpec, **overrides: Any) -> Agent:
         return state.replace(q=q, step=step), metrics
 
     return Agent(init=init, act=act, update=update)
-
-
-make_tabular_q.Config = TabularQConfig
