@@ -105,7 +105,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
@@ -117,11 +117,24 @@ Params = Any
 AgentState = Any  # a flax.struct.dataclass holding arrays only
 EnvState = Any  # a pytree of arrays
 Metrics = dict[str, Array]
+# A Python float or a jax array (a hyperparameter, maybe swept): arithmetic with arrays
+# stays an Array, which jax.typing.ArrayLike (NumPy arrays, complex numbers) does not.
+FloatOrArray = float | Array
 Extras = dict[str, PyTree]  # what ``act`` returns beside the action, for the learner
 
 # The type variables of the generic contracts: an agent's state, an env's state, a split
 # update's gradient (``_co``: only returned, ``_contra``: only taken).
 StateT = TypeVar("StateT")
+if TYPE_CHECKING:
+    # The array type of a TimeStep's or Transition's fields: jax.Array unless said
+    # otherwise (TimeStep[np.ndarray] from a host env). A default needs PEP 696's TypeVar,
+    # in typing from Python 3.13; the type checker reads typing_extensions' (run time
+    # does not need the default).
+    from typing_extensions import TypeVar as TypeVarWithDefault
+
+    ArrayT = TypeVarWithDefault("ArrayT", covariant=True, default=jax.Array)
+else:
+    ArrayT = TypeVar("ArrayT", covariant=True)
 _S_co = TypeVar("_S_co", covariant=True)
 _S_contra = TypeVar("_S_contra", contravariant=True)
 EnvStateT = TypeVar("EnvStateT")
@@ -232,6 +245,12 @@ def batched_spec(spec: Any, *leading: int) -> Any:
     return jax.tree.map(lambda s: jax.ShapeDtypeStruct((*leading, *s.shape), s.dtype), spec)
 
 
+def num_actions(spec: EnvSpec) -> int:
+    """The number of actions of ``spec``'s action space, for an agent that has checked
+    that it is ``Discrete``."""
+    return cast(Discrete, spec.action_space).n
+
+
 def main_obs(obs: Obs) -> Array:
     """The array networks see: ``obs`` itself, or ``obs["obs"]`` of a dict observation."""
     return obs[OBS] if isinstance(obs, dict) else obs
@@ -313,8 +332,9 @@ def take_member(tree: Any, index: int) -> Any:
     )
 
 
-class TimeStep(NamedTuple):
+class TimeStep(NamedTuple, Generic[ArrayT]):
     """Output of ``Env.reset`` and ``Env.step``; every field has a leading ``num_envs`` axis.
+    Its arrays are ``jax.Array``s (``TimeStep[np.ndarray]`` from a host env).
 
     Attributes:
       obs: ``[N, *obs_shape]`` (or a dict of such, see ``EnvSpec.obs_spec``); after an
@@ -337,10 +357,10 @@ class TimeStep(NamedTuple):
     """
 
     obs: Obs
-    reward: Array
-    terminated: Array
-    truncated: Array
-    info: dict[str, Array]
+    reward: ArrayT
+    terminated: ArrayT
+    truncated: ArrayT
+    info: dict[str, PyTree]
 
 
 class Env(NamedTuple, Generic[EnvStateT]):
@@ -358,8 +378,10 @@ class Env(NamedTuple, Generic[EnvStateT]):
     state_is_portable: bool = True
 
 
-class Transition(NamedTuple):
+class Transition(NamedTuple, Generic[ArrayT]):
     """Experience with leading axes ``[T, num_envs]`` (or ``[batch, ...]`` when sampled).
+    Its arrays are ``jax.Array``s; ``Transition[np.ndarray]`` holds NumPy arrays on the
+    host (demonstrations), ``Transition[jax.ShapeDtypeStruct]`` an example's shapes.
 
     ``next_obs`` is the true next observation (``TimeStep.info["final_obs"]``), so a
     truncated step bootstraps from the real last state. ``obs`` and ``next_obs`` are
@@ -369,11 +391,11 @@ class Transition(NamedTuple):
     """
 
     obs: Obs
-    action: Array
-    reward: Array
+    action: ArrayT
+    reward: ArrayT
     next_obs: Obs
-    terminated: Array
-    truncated: Array
+    terminated: ArrayT
+    truncated: ArrayT
     extras: Extras
 
 
