@@ -26,9 +26,11 @@ $(DEV_STAMP): pyproject.toml | $(PY)
 train: $(STAMP)
 	PYTHONDONTWRITEBYTECODE= $(PY) -m jaxrl.train --agent dqn --env CartPole
 
+# The type check reads [tool.mypy] in pyproject.toml (its level, and what it leaves out).
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check jaxrl tests benchmarks scripts
 	$(PY) -m ruff format --check jaxrl tests benchmarks scripts
+	$(PY) -m mypy jaxrl
 
 format: $(DEV_STAMP)
 	$(PY) -m ruff format jaxrl tests benchmarks scripts
@@ -61,4 +63,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/dqn_cartpole.py
 
 clean:
-	rm -rf $(VENV) runs site .pytest_cache .ruff_cache
+	rm -rf $(VENV) runs site .pytest_cache .ruff_cache .mypy_cache

@@ -80,7 +80,7 @@ def canonical(key: str, fields: set[str] | dict[str, object]) -> str:
     if key in fields:
         return key
     target = ALIASES.get(key)
-    return target if target in fields else key
+    return target if target is not None and target in fields else key
 
 
 def refusal(key: str, fields: set[str] | dict[str, object]) -> str | None:

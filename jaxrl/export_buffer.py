@@ -50,12 +50,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return args
 
 
-def buffer_transitions(agent_state: Any, spec: Any) -> Transition:
+def buffer_transitions(agent_state: Any, spec: Any) -> Transition[np.ndarray]:
     """The valid transitions ``[M, ...]`` of ``agent_state.buffer`` (a uniform replay
     ring), actions in ``spec``'s units; ConfigError if the state has no such buffer."""
     buffer = getattr(agent_state, "buffer", None)
     data = getattr(buffer, "data", None)
-    if not isinstance(data, Transition) or not hasattr(buffer, "position"):
+    if not isinstance(data, Transition) or buffer is None or not hasattr(buffer, "position"):
         raise ConfigError(
             "the run's agent keeps no uniform replay buffer of transitions to export "
             "(off-policy agents such as sac, td3, ddpg and dqn do)"

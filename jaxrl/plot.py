@@ -184,8 +184,8 @@ def smooth(values: np.ndarray, how: tuple[str, float] | None) -> np.ndarray:
     else:
         k = int(how[1])
         c = np.concatenate([[0.0], np.cumsum(x)])
-        i = np.arange(1, x.size + 1)
-        s = (c[i] - c[np.maximum(i - k, 0)]) / np.minimum(i, k)
+        counts = np.arange(1, x.size + 1)
+        s = (c[counts] - c[np.maximum(counts - k, 0)]) / np.minimum(counts, k)
     out[finite] = s
     return out
 

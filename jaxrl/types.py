@@ -4,7 +4,10 @@
 * ``TimeStep``: what a vectorized, auto-resetting environment returns from ``reset`` and ``step``.
 * ``Env``: a NamedTuple of pure functions ``reset`` and ``step`` plus its ``spec``.
 * ``Transition``: one step of experience, batched with leading axes ``[T, num_envs]``.
-* ``Agent``: a NamedTuple of pure functions ``init``, ``act``, ``update`` and ``init_carry``.
+* ``Agent``: a NamedTuple of pure functions ``init``, ``act``, ``update`` and ``init_carry``
+  (typed by the protocols ``InitFn``, ``ActFn``, ``UpdateFn``, ``InitCarryFn``, generic in
+  the agent's state type), and ``split_update``: a ``SplitUpdate`` for an agent whose
+  update splits into a gradient and its application (A3C), else None.
 * ``ConfigError``: a user's mistake (unknown name, bad override, mismatch). The CLI turns it
   into one line on stderr and exit code 2.
 
@@ -55,11 +58,15 @@ Contracts v2 (what every later capability builds on):
 * **Actors that lag the learner.** An agent state may hold the actors' own copy of the
   parameters in an optional ``actors`` field (None otherwise; Ape-X,
   ``agents/q_learning/apex.py``), refreshed on its own period; ``act`` uses that copy,
-  ``update`` the learner's. An ``update`` may also carry ``update.gradient(state, rollout,
-  key)`` and ``update.apply(state, gradient)`` with ``update(state, rollout, key)`` equal to
-  ``(apply(state, gradient(state, rollout, key)), metrics)``: the A3C runner
-  (``runners/distributed/a3c_workers.py``) calls them from worker threads on stale
-  parameters; other runners call ``update``.
+  ``update`` the learner's.
+* **An update split in two.** An agent whose update splits into a gradient and its
+  application declares it: ``Agent.split_update`` is a ``SplitUpdate(gradient, apply)``
+  (None otherwise) of ``gradient(state, rollout, key) -> g`` (no state change; ``g.metrics``
+  the worker's metrics) and ``apply(state, g) -> state``, with ``update(state, rollout,
+  key)`` equal to ``(apply(state, gradient(state, rollout, key)), metrics)``: the A3C
+  runner (``runners/distributed/a3c_workers.py``) calls them from worker threads on stale
+  parameters; other runners call ``update``. A wrapper that replaces an agent's
+  ``update`` replaces or drops its ``split_update`` with it.
 * **Greedy extras.** ``act(..., explore=False)`` may return ``q_values`` ``[N, A]``
   (Q-learning agents) or ``action_probs`` ``[N, A]`` (actor-critics) in its extras, for
   the evaluation histograms (``experiment/histograms.py``); callers that do not use them
@@ -98,17 +105,39 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 import jax
 import jax.numpy as jnp
 
 Array = jax.Array
 PRNGKey = jax.Array
+PyTree = Any  # a pytree of arrays (nested tuples, dicts, dataclasses)
 Params = Any
 AgentState = Any  # a flax.struct.dataclass holding arrays only
 EnvState = Any  # a pytree of arrays
 Metrics = dict[str, Array]
+# A Python float or a jax array (a hyperparameter, maybe swept): arithmetic with arrays
+# stays an Array, which jax.typing.ArrayLike (NumPy arrays, complex numbers) does not.
+FloatOrArray = float | Array
+Extras = dict[str, PyTree]  # what ``act`` returns beside the action, for the learner
+
+# The type variables of the generic contracts: an agent's state, an env's state, a split
+# update's gradient (``_co``: only returned, ``_contra``: only taken).
+StateT = TypeVar("StateT")
+if TYPE_CHECKING:
+    # The array type of a TimeStep's or Transition's fields: jax.Array unless said
+    # otherwise (TimeStep[np.ndarray] from a host env). A default needs PEP 696's TypeVar,
+    # in typing from Python 3.13; the type checker reads typing_extensions' (run time
+    # does not need the default).
+    from typing_extensions import TypeVar as TypeVarWithDefault
+
+    ArrayT = TypeVarWithDefault("ArrayT", covariant=True, default=jax.Array)
+else:
+    ArrayT = TypeVar("ArrayT", covariant=True)
+_S_co = TypeVar("_S_co", covariant=True)
+_S_contra = TypeVar("_S_contra", contravariant=True)
+EnvStateT = TypeVar("EnvStateT")
 
 
 class ConfigError(ValueError):
@@ -216,6 +245,12 @@ def batched_spec(spec: Any, *leading: int) -> Any:
     return jax.tree.map(lambda s: jax.ShapeDtypeStruct((*leading, *s.shape), s.dtype), spec)
 
 
+def num_actions(spec: EnvSpec) -> int:
+    """The number of actions of ``spec``'s action space, for an agent that has checked
+    that it is ``Discrete``."""
+    return cast(Discrete, spec.action_space).n
+
+
 def main_obs(obs: Obs) -> Array:
     """The array networks see: ``obs`` itself, or ``obs["obs"]`` of a dict observation."""
     return obs[OBS] if isinstance(obs, dict) else obs
@@ -252,13 +287,22 @@ def reset_carry(carry: Carry, initial: Carry, done: Array) -> Carry:
 SHARED = "shared_by_members"
 
 
-def shared_field() -> Any:
-    """A state field whose value every member of a vmapped seed or sweep run shares: an
-    int32 counter that only grows by constants (env steps given to ``update``, rows
-    written to a buffer). ``member_axes`` maps it to ``None``, so ``experiment.sweep``
-    keeps it unbatched and a ``lax.cond`` on it (whether to learn, a target update) stays
-    a real branch under ``vmap`` instead of becoming a select that runs both sides."""
-    return dataclasses.field(metadata={SHARED: True})
+if TYPE_CHECKING:
+    # A type checker takes only the field specifiers that flax.struct.dataclass declares
+    # (dataclass_transform) for fields; any other call on the right of a field is a
+    # default value to it (and a field without one may then not follow). So it sees
+    # flax's ``field`` here, which ``shared_field()`` is to it: a field without a default.
+    from flax.struct import field as shared_field
+else:
+
+    def shared_field() -> Any:
+        """A state field whose value every member of a vmapped seed or sweep run shares:
+        an int32 counter that only grows by constants (env steps given to ``update``, rows
+        written to a buffer). ``member_axes`` maps it to ``None``, so ``experiment.sweep``
+        keeps it unbatched and a ``lax.cond`` on it (whether to learn, a target update)
+        stays a real branch under ``vmap`` instead of becoming a select that runs both
+        sides."""
+        return dataclasses.field(metadata={SHARED: True})
 
 
 def member_axes(tree: Any) -> Any:
@@ -288,8 +332,9 @@ def take_member(tree: Any, index: int) -> Any:
     )
 
 
-class TimeStep(NamedTuple):
+class TimeStep(NamedTuple, Generic[ArrayT]):
     """Output of ``Env.reset`` and ``Env.step``; every field has a leading ``num_envs`` axis.
+    Its arrays are ``jax.Array``s (``TimeStep[np.ndarray]`` from a host env).
 
     Attributes:
       obs: ``[N, *obs_shape]`` (or a dict of such, see ``EnvSpec.obs_spec``); after an
@@ -312,22 +357,22 @@ class TimeStep(NamedTuple):
     """
 
     obs: Obs
-    reward: Array
-    terminated: Array
-    truncated: Array
-    info: dict[str, Array]
+    reward: ArrayT
+    terminated: ArrayT
+    truncated: ArrayT
+    info: dict[str, PyTree]
 
 
-class Env(NamedTuple):
-    """A vectorized, functional, auto-resetting environment.
+class Env(NamedTuple, Generic[EnvStateT]):
+    """A vectorized, functional, auto-resetting environment, generic in its state type.
 
     ``reset(key) -> (env_state, timestep)`` and
     ``step(env_state, action [N, ...], key) -> (env_state, timestep)`` are pure and jittable.
     """
 
     spec: EnvSpec
-    reset: Callable[[PRNGKey], tuple[EnvState, TimeStep]]
-    step: Callable[[EnvState, Array, PRNGKey], tuple[EnvState, TimeStep]]
+    reset: Callable[[PRNGKey], tuple[EnvStateT, TimeStep]]
+    step: Callable[[EnvStateT, Array, PRNGKey], tuple[EnvStateT, TimeStep]]
     # False where the env state refers to resources of this process (ale-py's emulators):
     # such a state cannot be checkpointed and restored, so a resume restarts the env.
     state_is_portable: bool = True
@@ -338,8 +383,10 @@ class Env(NamedTuple):
     host_loop: bool = False
 
 
-class Transition(NamedTuple):
+class Transition(NamedTuple, Generic[ArrayT]):
     """Experience with leading axes ``[T, num_envs]`` (or ``[batch, ...]`` when sampled).
+    Its arrays are ``jax.Array``s; ``Transition[np.ndarray]`` holds NumPy arrays on the
+    host (demonstrations), ``Transition[jax.ShapeDtypeStruct]`` an example's shapes.
 
     ``next_obs`` is the true next observation (``TimeStep.info["final_obs"]``), so a
     truncated step bootstraps from the real last state. ``obs`` and ``next_obs`` are
@@ -349,28 +396,100 @@ class Transition(NamedTuple):
     """
 
     obs: Obs
-    action: Array
-    reward: Array
+    action: ArrayT
+    reward: ArrayT
     next_obs: Obs
-    terminated: Array
-    truncated: Array
-    extras: dict[str, Array]
+    terminated: ArrayT
+    truncated: ArrayT
+    extras: Extras
 
 
-class Agent(NamedTuple):
-    """An agent as pure functions over an immutable state pytree.
+class InitFn(Protocol[_S_co]):
+    """``init(key) -> state``: an agent's initial state."""
 
-    init:   ``(key) -> state``
+    def __call__(self, key: PRNGKey, /) -> _S_co: ...
+
+
+class ActFn(Protocol[_S_contra]):
+    """``act(state, obs [N, ...], carry, key, explore) -> (action [N, ...], carry, extras)``;
+    ``explore`` is static (True while training, False for greedy evaluation); ``carry``
+    is the per-env state kept between steps (module docstring)."""
+
+    def __call__(
+        self, state: _S_contra, obs: Obs, carry: Carry, key: PRNGKey, explore: bool, /
+    ) -> tuple[Array, Carry, Extras]: ...
+
+
+class UpdateFn(Protocol[StateT]):
+    """``update(state, rollout: Transition [T, N, ...], key) -> (state, metrics)``; metrics
+    are float32 scalars, NaN where a quantity was not computed this call."""
+
+    def __call__(
+        self, state: StateT, rollout: Transition, key: PRNGKey, /
+    ) -> tuple[StateT, Metrics]: ...
+
+
+class InitCarryFn(Protocol):
+    """``init_carry(num_envs) -> carry``, the carry at an episode's start (``()`` for an
+    agent that keeps nothing between steps)."""
+
+    def __call__(self, num_envs: int, /) -> Carry: ...
+
+
+class Gradient(Protocol):
+    """What a split update's ``gradient`` returns: anything (a pytree for ``apply``) that
+    carries the metrics of the rollout it came from."""
+
+    @property
+    def metrics(self) -> Metrics: ...
+
+
+GradientT = TypeVar("GradientT", bound=Gradient)
+_G_co = TypeVar("_G_co", bound=Gradient, covariant=True)
+_G_contra = TypeVar("_G_contra", bound=Gradient, contravariant=True)
+
+
+class GradientFn(Protocol[_S_contra, _G_co]):
+    """``gradient(state, rollout, key) -> gradient``, with no change of state."""
+
+    def __call__(self, state: _S_contra, rollout: Transition, key: PRNGKey, /) -> _G_co: ...
+
+
+class ApplyFn(Protocol[StateT, _G_contra]):
+    """``apply(state, gradient) -> state``: a gradient applied to (possibly newer) state."""
+
+    def __call__(self, state: StateT, gradient: _G_contra, /) -> StateT: ...
+
+
+class SplitUpdate(NamedTuple, Generic[StateT, GradientT]):
+    """An update split in two, as an agent declares it (``Agent.split_update``):
+    ``update(state, rollout, key)`` is ``(apply(state, gradient(state, rollout, key)),
+    metrics)``, so workers can compute gradients on stale states and apply them to the
+    newest one (module docstring)."""
+
+    gradient: GradientFn[StateT, GradientT]
+    apply: ApplyFn[StateT, GradientT]
+
+
+class Agent(NamedTuple, Generic[StateT]):
+    """An agent as pure functions over an immutable state pytree of type ``StateT``.
+
+    init:   ``(key) -> state`` (``InitFn``).
     act:    ``(state, obs [N, ...], carry, key, explore: bool) -> (action [N, ...], carry,
-            extras)``; ``explore`` is static (True while training, False for greedy
-            evaluation); ``carry`` is the per-env state kept between steps (module docstring).
-    update: ``(state, rollout: Transition [T, N, ...], key) -> (state, metrics)``; metrics
-            are float32 scalars, NaN where a quantity was not computed this call.
+            extras)`` (``ActFn``); ``explore`` is static (True while training, False for
+            greedy evaluation); ``carry`` is the per-env state kept between steps (module
+            docstring).
+    update: ``(state, rollout: Transition [T, N, ...], key) -> (state, metrics)``
+            (``UpdateFn``); metrics are float32 scalars, NaN where a quantity was not
+            computed this call.
     init_carry: ``(num_envs) -> carry``, the carry at an episode's start (``()`` for an
             agent that keeps nothing between steps).
+    split_update: ``SplitUpdate(gradient, apply)`` of an agent whose update splits in two
+            (A3C; module docstring), else None.
     """
 
-    init: Callable[[PRNGKey], AgentState]
-    act: Callable[..., tuple[Array, Carry, dict[str, Array]]]
-    update: Callable[[AgentState, Transition, PRNGKey], tuple[AgentState, Metrics]]
-    init_carry: Callable[[int], Carry] = no_carry
+    init: InitFn[StateT]
+    act: ActFn[StateT]
+    update: UpdateFn[StateT]
+    init_carry: InitCarryFn = no_carry
+    split_update: SplitUpdate[StateT, Any] | None = None

@@ -139,7 +139,8 @@ def config_to_dict(config: Any) -> dict[str, Any]:
     for f in dataclasses.fields(config):
         value = getattr(config, f.name)
         if dataclasses.is_dataclass(value):  # a nested config: the options it was given
-            default = type(value)()
+            config_cls: type[Any] = type(value)
+            default = config_cls()
             value = {
                 k: v
                 for k, v in config_to_dict(value).items()

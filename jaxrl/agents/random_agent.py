@@ -64,9 +64,6 @@ def make_random(spec: EnvSpec, **overrides: Any) -> Agent:
     def update(state: RandomState, rollout: Transition, key: jax.Array):
         del key
         steps = rollout.reward.shape[0] * rollout.reward.shape[1]
-        return state.replace(step=state.step + steps), {}
+        return dataclasses.replace(state, step=state.step + steps), {}
 
     return Agent(init=init, act=act, update=update)
-
-
-make_random.Config = RandomConfig

@@ -14,8 +14,7 @@ in ``ReplaySample.experience``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import jax
 
@@ -23,14 +22,19 @@ Array = jax.Array
 PyTree = Any
 BufferState = Any
 
+# The buffer state's type (``_co``: only returned, ``_contra``: only taken).
+BufferStateT = TypeVar("BufferStateT")
+_B_co = TypeVar("_B_co", covariant=True)
+_B_contra = TypeVar("_B_contra", contravariant=True)
+
 
 class PriorityParams(NamedTuple):
     """The knobs of proportional prioritization (Schaul et al. 2016), float32 scalars
     (arrays, so a sweep can vmap over them): an item's weight is ``(|p| + eps) ** alpha``.
     """
 
-    alpha: Array
-    eps: Array
+    alpha: Array | float
+    eps: Array | float
 
 
 class ReplaySample(NamedTuple):
@@ -55,8 +59,54 @@ class ReplaySample(NamedTuple):
     probabilities: Array
 
 
-class ReplayBuffer(NamedTuple):
-    """Pure functions of a replay buffer (uniform, prioritized or compact).
+class InitFn(Protocol[_B_co]):
+    """``init(example: pytree of [N, ...]) -> state``."""
+
+    def __call__(self, example: PyTree, /) -> _B_co: ...
+
+
+class AddFn(Protocol[BufferStateT]):
+    """``add(state, batch: pytree of [T, N, ...], priority=None) -> state``."""
+
+    def __call__(
+        self, state: BufferStateT, batch: PyTree, priority: PriorityParams | None = None, /
+    ) -> BufferStateT: ...
+
+
+class SampleFn(Protocol[_B_contra]):
+    """``sample(state, key) -> ReplaySample``."""
+
+    def __call__(self, state: _B_contra, key: Array, /) -> ReplaySample: ...
+
+
+class StateQuery(Protocol[_B_contra]):
+    """``(state) -> scalar array``: ``can_sample`` (bool) and ``num_items`` (int32)."""
+
+    def __call__(self, state: _B_contra, /) -> Array: ...
+
+
+class UpdatePrioritiesFn(Protocol[BufferStateT]):
+    """``update_priorities(state, indices [K], priorities [K], priority=None) -> state``."""
+
+    def __call__(
+        self,
+        state: BufferStateT,
+        indices: Array,
+        priorities: Array,
+        priority: PriorityParams | None = None,
+        /,
+    ) -> BufferStateT: ...
+
+
+class GatherFn(Protocol[_B_contra]):
+    """``gather(state, time_index [B], env_index [B]) -> experience [B, window]``."""
+
+    def __call__(self, state: _B_contra, time_index: Array, env_index: Array, /) -> PyTree: ...
+
+
+class ReplayBuffer(NamedTuple, Generic[BufferStateT]):
+    """Pure functions of a replay buffer (uniform, prioritized or compact), generic in the
+    type of its state.
 
     init:              ``(example: pytree of [N, ...]) -> state``
     add:               ``(state, batch: pytree of [T, N, ...], priority=None) -> state``
@@ -71,13 +121,13 @@ class ReplayBuffer(NamedTuple):
     new items ``max_priority ** alpha``), a uniform one ignores it.
     """
 
-    init: Callable[[PyTree], BufferState]
-    add: Callable[..., BufferState]
-    sample: Callable[[BufferState, jax.Array], ReplaySample]
-    can_sample: Callable[[BufferState], Array]
-    update_priorities: Callable[..., BufferState]
-    num_items: Callable[[BufferState], Array]
-    gather: Callable[[BufferState, Any, Any], PyTree]
+    init: InitFn[BufferStateT]
+    add: AddFn[BufferStateT]
+    sample: SampleFn[BufferStateT]
+    can_sample: StateQuery[BufferStateT]
+    update_priorities: UpdatePrioritiesFn[BufferStateT]
+    num_items: StateQuery[BufferStateT]
+    gather: GatherFn[BufferStateT]
 
 
 def require_priority(priority: PriorityParams | None, where: str) -> PriorityParams:

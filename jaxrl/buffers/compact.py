@@ -103,6 +103,7 @@ capacity-sized array.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -116,7 +117,7 @@ from jaxrl.buffers import sum_tree
 from jaxrl.buffers.base import PriorityParams, ReplayBuffer, ReplaySample, require_priority
 from jaxrl.buffers.prioritized import write_priorities
 from jaxrl.buffers.validity import compact_valid
-from jaxrl.types import OBS, Transition, main_obs, shared_field
+from jaxrl.types import OBS, Obs, Transition, main_obs, shared_field
 from jaxrl.validation import check_int
 
 Array = jax.Array
@@ -221,7 +222,7 @@ def make_compact_replay(
     stack_axis: int = -1,
     stack_padding: str = "zero",
     branching: int = 8,
-) -> ReplayBuffer:
+) -> ReplayBuffer[CompactReplayState]:
     """Build a compact replay buffer of ``window``-step windows (see the module docstring).
 
     Args:
@@ -475,7 +476,8 @@ def _write_rows(layout: _Layout, state: CompactReplayState, rollout: Transition)
             new.astype(stored.dtype), unique_indices=True, mode="promise_in_bounds"
         )
 
-    state = state.replace(
+    state = dataclasses.replace(
+        state,
         frames=write(state.frames, newest),
         action=write(state.action, check("action", rollout.action, layout.action_shape)),
         reward=write(state.reward, check("reward", rollout.reward, ())),
@@ -529,7 +531,8 @@ def _add(
     weight = jnp.where(new_valid, weight, 0.0)
     num_items = state.num_items + jnp.sum(new_valid, dtype=jnp.int32)
     num_items -= jnp.sum(old_valid, dtype=jnp.int32)
-    return state.replace(
+    return dataclasses.replace(
+        state,
         tree=sum_tree.update(state.tree, items, weight, assume_unique=True),
         num_items=num_items,
     )
@@ -576,8 +579,8 @@ def _gather(
 
     steps = rows[:, S - 1 : S - 1 + n]  # [B, n] the window's rows
     step_ended = ended[:, S - 1 : S - 1 + n]
-    obs = to_obs(_stacks(layout, frames, ends_before, 0))
-    next_obs = _stacks(layout, frames, ends_before, 1)
+    obs: Obs = to_obs(_stacks(layout, frames, ends_before, 0))
+    next_obs: Obs = _stacks(layout, frames, ends_before, 1)
     keep = ~step_ended.reshape(step_ended.shape + (1,) * (next_obs.ndim - 2))
     next_obs = to_obs(jnp.where(keep, next_obs, jnp.zeros((), next_obs.dtype)))
 
@@ -646,4 +649,4 @@ def _update_priorities(
     current = sum_tree.get(state.tree, jnp.clip(indices, 0, num_items_total - 1))
     valid = (current > 0) & in_range
     tree, max_priority = write_priorities(state, indices, priorities, valid, priority, _MIN_WEIGHT)
-    return state.replace(tree=tree, max_priority=max_priority)
+    return dataclasses.replace(state, tree=tree, max_priority=max_priority)

@@ -60,7 +60,7 @@ def expected_arrays(spec: EnvSpec) -> dict[str, tuple[tuple[int, ...], np.dtype]
     return out
 
 
-def to_arrays(transitions: Transition) -> dict[str, np.ndarray]:
+def to_arrays(transitions: Transition[Any]) -> dict[str, np.ndarray]:
     """The ``.npz`` arrays of ``transitions`` (leaves ``[M, ...]``; ``extras`` and fields
     that are None left out)."""
     out = {}
@@ -75,7 +75,7 @@ def to_arrays(transitions: Transition) -> dict[str, np.ndarray]:
     return out
 
 
-def from_arrays(arrays: dict[str, np.ndarray]) -> Transition:
+def from_arrays(arrays: dict[str, np.ndarray]) -> Transition[np.ndarray]:
     """The ``Transition`` (leaves ``[M, ...]``, empty ``extras``) of ``.npz`` arrays."""
 
     def field(name: str) -> Any:
@@ -87,7 +87,7 @@ def from_arrays(arrays: dict[str, np.ndarray]) -> Transition:
     return Transition(**{f: field(f) for f in FIELDS}, extras={})
 
 
-def save_npz(path: str | Path, transitions: Transition) -> None:
+def save_npz(path: str | Path, transitions: Transition[Any]) -> None:
     """Writes ``transitions`` (leaves ``[M, ...]``) to ``path`` in the format above."""
     arrays = to_arrays(transitions)
     sizes = {v.shape[0] if v.ndim else -1 for v in arrays.values()}
@@ -95,11 +95,12 @@ def save_npz(path: str | Path, transitions: Transition) -> None:
         raise ValueError(f"every field needs the same leading axis [M], got {sorted(sizes)}")
     if any(v.dtype == object for v in arrays.values()):
         raise ValueError("transitions must be numeric or bool arrays (no pickled objects)")
+    named: dict[str, Any] = arrays  # numpy's stubs take a keyword for allow_pickle otherwise
     with open(path, "wb") as f:
-        np.savez(f, **arrays)
+        np.savez(f, **named)
 
 
-def load_npz(path: str | Path, spec: EnvSpec) -> Transition:
+def load_npz(path: str | Path, spec: EnvSpec) -> Transition[np.ndarray]:
     """The transitions of the ``.npz`` file ``path``, checked against ``spec``.
 
     Returns a ``Transition`` of NumPy arrays ``[M, ...]`` with the spec's dtypes. Raises
@@ -153,7 +154,7 @@ def load_npz(path: str | Path, spec: EnvSpec) -> Transition:
     return from_arrays(arrays)
 
 
-def replay_transitions(data: Any, position: Any, size: Any) -> Transition:
+def replay_transitions(data: Any, position: Any, size: Any) -> Transition[np.ndarray]:
     """The valid transitions of a uniform replay ring (``buffers/replay.py``'s
     ``ReplayState``: ``data`` leaves ``[L, N, ...]``), oldest row first and the ``N``
     envs of a row in order: leaves ``[size * N, ...]`` (NumPy, ``extras`` dropped)."""

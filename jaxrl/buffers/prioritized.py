@@ -56,6 +56,7 @@ the tree's depth ``ceil(log_b(L N))`` (``b = 8``: 6 levels for 100,000 items).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -120,13 +121,13 @@ def write_priorities(
     ``max((|p| + eps) ** alpha, min_weight)``; ``max_priority`` tracks ``|p| + eps``.
     """
     alpha = priority.alpha
-    priority = jnp.abs(priorities) + priority.eps
+    magnitude = jnp.abs(priorities) + priority.eps
     capacity = state.tree.capacity
-    indices, priority = sum_tree.deduplicate(jnp.where(valid, indices, -1), priority, capacity)
+    indices, magnitude = sum_tree.deduplicate(jnp.where(valid, indices, -1), magnitude, capacity)
     kept = indices >= 0
-    weight = jnp.maximum(priority**alpha, min_weight)
+    weight = jnp.maximum(magnitude**alpha, min_weight)
     tree = sum_tree.update(state.tree, indices, weight, assume_unique=True)
-    max_priority = jnp.maximum(state.max_priority, jnp.max(jnp.where(kept, priority, 0.0)))
+    max_priority = jnp.maximum(state.max_priority, jnp.max(jnp.where(kept, magnitude, 0.0)))
     return tree, max_priority
 
 
@@ -136,7 +137,7 @@ def make_prioritized_replay(
     batch_size: int,
     window: int = 1,
     branching: int = 8,
-) -> ReplayBuffer:
+) -> ReplayBuffer[PrioritizedReplayState]:
     """Build a prioritized replay buffer storing windows of ``window`` consecutive steps.
 
     Args:
@@ -235,7 +236,7 @@ def _add(
         jnp.broadcast_to(weight[:, None], items.shape).reshape(-1),
         assume_unique=True,
     )
-    return state.replace(storage=storage, tree=tree)
+    return dataclasses.replace(state, storage=storage, tree=tree)
 
 
 def _sample(
@@ -268,4 +269,4 @@ def _update_priorities(
         & _is_valid(ring, state.storage, indices // ring.num_envs)
     )
     tree, max_priority = write_priorities(state, indices, priorities, valid, priority)
-    return state.replace(tree=tree, max_priority=max_priority)
+    return dataclasses.replace(state, tree=tree, max_priority=max_priority)

@@ -57,7 +57,7 @@ class ReplayState:
 
 def make_uniform_replay(
     capacity: int, num_envs: int, batch_size: int, window: int = 1
-) -> ReplayBuffer:
+) -> ReplayBuffer[ReplayState]:
     """Build a uniform replay buffer storing windows of ``window`` consecutive steps.
 
     ``sample`` draws ``batch_size`` windows independently (with replacement): the env

@@ -35,6 +35,7 @@ parallel by the devices, then one gather of ``B`` windows.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any, NamedTuple
 
@@ -76,7 +77,7 @@ def make_sharded_prioritized_replay(
     num_shards: int = 1,
     mesh: Mesh | None = None,
     branching: int = 8,
-) -> ReplayBuffer:
+) -> ReplayBuffer[ShardedReplayState]:
     """A prioritized replay of ``capacity`` transitions in ``num_shards`` shards (module
     docstring), with the protocol and item indices of ``make_prioritized_replay``.
 
@@ -208,5 +209,5 @@ def _update_priorities(
     update = jax.vmap(lambda s, i: lay.inner.update_priorities(s, i, priorities, priority))
     shards = update(state.shards, local)
     top = jnp.max(shards.max_priority)
-    shards = shards.replace(max_priority=jnp.full_like(shards.max_priority, top))
+    shards = dataclasses.replace(shards, max_priority=jnp.full_like(shards.max_priority, top))
     return _place(lay, ShardedReplayState(shards))

@@ -53,6 +53,7 @@ C)``; nothing touches all ``C`` leaves, and nothing leaves the device.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import flax.struct
@@ -272,7 +273,7 @@ def update(
         # Siblings share a parent and write the same sum, so duplicates are harmless.
         parent = jnp.where(keep, parent_start + node, dropped)
         nodes = nodes.at[parent].set(_block_sum(block), mode="drop")
-    return tree.replace(nodes=nodes)
+    return dataclasses.replace(tree, nodes=nodes)
 
 
 def sample(tree: SumTree, key: jax.Array, batch_size: int) -> tuple[Array, Array]:

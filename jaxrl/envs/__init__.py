@@ -140,7 +140,8 @@ def _unknown(name: str) -> str:
     from jaxrl.suggest import close, phrase
 
     spellings = [*_FACTORIES, *_ALIASES]
-    matches = list(dict.fromkeys(_lookup(m) for m in close(name, spellings, n=6)))[:3]
+    found = (_lookup(m) for m in close(name, spellings, n=6))  # registered: never None
+    matches = list(dict.fromkeys(c for c in found if c is not None))[:3]
     return f"unknown env {name!r}{phrase(matches)}; valid: {_choices()}"
 
 
@@ -169,7 +170,7 @@ def _import(module_name: str, what: str, user: bool = False) -> Any:
         raise ConfigError(f"env {what!r} needs {missing!r}, which is not installed") from None
 
 
-def _resolve(name: str) -> tuple[str, Factory]:
+def _resolve(name: str) -> tuple[str, Callable[..., Env | gymnasium.HostEnv]]:
     """``(canonical name, factory)`` for any accepted spelling of an environment name."""
     if not isinstance(name, str):
         raise ConfigError(f"env name must be a string, got {name!r}; valid: {_choices()}")

@@ -55,13 +55,14 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxrl.types import Array, ConfigError, Discrete, Env, EnvSpec, PRNGKey, TimeStep
 from jaxrl.validation import check_int
 
 # The single-player games of ale-py's ROM set (ale_py.roms.get_all_rom_ids() without the
 # two-player-only combat, joust, maze_craze and warlords), as Gymnasium's "ALE/...-v5".
-GAMES: tuple[str, ...] = (
+GAMES: list[str] = (
     "adventure air_raid alien amidar assault asterix asteroids atlantis atlantis2 "
     "backgammon bank_heist basic_math battle_zone beam_rider berzerk blackjack bowling "
     "boxing breakout carnival casino centipede chopper_command crazy_climber crossbow "
@@ -351,7 +352,7 @@ class _Game(NamedTuple):
     stack_num: int
     episodic_life: bool
     reward_clipping: bool
-    initial_handle: Array
+    initial_handle: ArrayLike  # ale-py's jax array or envpool's NumPy one
     ale_reset: Any
     ale_step: Any
     # Zero the frames from before the episode's start in every observation (envpool
@@ -482,7 +483,9 @@ def _member_batched(game: _Game, members: Any) -> tuple[Any, Any]:
     def split(state: AtariState, ts: TimeStep, k: int) -> tuple[AtariState, TimeStep]:
         handle = jnp.broadcast_to(state.handle, (k, *state.handle.shape))
         rows = lambda x: x.reshape(k, n, *x.shape[1:])  # noqa: E731
-        state = jax.tree.map(rows, state._replace(handle=None))._replace(handle=handle)
+        # The handle is left out (None) while the per-env leaves are reshaped.
+        headless = state._replace(handle=None)  # type: ignore[arg-type]
+        state = jax.tree.map(rows, headless)._replace(handle=handle)
         return state, jax.tree.map(rows, ts)
 
     def batched(args: tuple, in_batched: list, k: int) -> tuple:
@@ -509,7 +512,8 @@ def _member_batched(game: _Game, members: Any) -> tuple[Any, Any]:
     @step.def_vmap
     def step_members(k: int, in_batched: list, state: AtariState, action: Array, key):
         state, action = batched((state, action), in_batched[:2], k)
-        flat = jax.tree.map(lambda x: x.reshape(k * n, *x.shape[2:]), state._replace(handle=None))
+        headless = state._replace(handle=None)  # type: ignore[arg-type]  # as in split
+        flat = jax.tree.map(lambda x: x.reshape(k * n, *x.shape[2:]), headless)
         flat = flat._replace(handle=state.handle[0])
         out = split(*_step(members(k), flat, action.reshape(k * n, *action.shape[2:]), key), k)
         return out, jax.tree.map(lambda _: True, out)

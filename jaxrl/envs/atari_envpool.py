@@ -40,7 +40,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import io_callback
 
-from jaxrl.types import Array, ConfigError
+from jaxrl.types import ConfigError
 
 
 def task_id(game: str, game_name: str) -> str:
@@ -119,7 +119,7 @@ class Pool:
         self.env.close()
 
 
-def calls(pool: Pool, no_vmap: Any) -> tuple[Array, Any, Any]:
+def calls(pool: Pool, no_vmap: Any) -> tuple[np.ndarray, Any, Any]:
     """``(initial_handle, ale_reset, ale_step)`` of ``pool`` as ordered host callbacks,
     each refusing ``jax.vmap`` (``no_vmap``, as ale-py's)."""
     n = pool.num_envs

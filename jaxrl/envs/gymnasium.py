@@ -130,7 +130,9 @@ def flatten_wrapper(env: Any) -> Any:
     numeric = _numeric_space(source)
     flat = gym.spaces.flatten_space(numeric)
 
-    class FlattenWrapper(gym.ObservationWrapper):
+    from gymnasium import ObservationWrapper  # imported: _gymnasium() succeeded
+
+    class FlattenWrapper(ObservationWrapper):
         def __init__(self, env):
             super().__init__(env)
             self.observation_space = gym.spaces.Box(
@@ -155,7 +157,9 @@ def permute_image_wrapper(env: Any, axes: tuple[int, ...] = (1, 2, 0)) -> Any:
     if not isinstance(space, gym.spaces.Box) or len(space.shape) != len(axes):
         raise ConfigError(f"permute_image needs a {len(axes)}-d Box observation, got {space}")
 
-    class PermuteImageWrapper(gym.ObservationWrapper):
+    from gymnasium import ObservationWrapper  # imported: _gymnasium() succeeded
+
+    class PermuteImageWrapper(ObservationWrapper):
         def __init__(self, env):
             super().__init__(env)
             self.observation_space = gym.spaces.Box(
@@ -184,7 +188,9 @@ def pixel_wrapper(env: Any, opts: Any) -> Any:
             f"image observations, got shape {env.observation_space.shape}; add pixels: true"
         )
 
-    class PixelWrapper(gym.ObservationWrapper):
+    from gymnasium import ObservationWrapper  # imported: _gymnasium() succeeded
+
+    class PixelWrapper(ObservationWrapper):
         def __init__(self, env):
             super().__init__(env)
             probe = px.host_frame(env.observation_space.sample(), opts.resize, opts.grayscale)
@@ -244,7 +250,7 @@ class HostEnv:
     def _obs(self, obs: Any) -> np.ndarray:
         return np.asarray(obs, dtype=self.spec.obs_dtype)
 
-    def reset(self, seed: int) -> TimeStep:
+    def reset(self, seed: int) -> TimeStep[np.ndarray]:
         obs, _ = self.vector_env.reset(seed=int(seed))
         obs = self._obs(obs)
         n = self.spec.num_envs
@@ -258,7 +264,7 @@ class HostEnv:
         }
         return TimeStep(obs, zeros_f, false, false.copy(), info)
 
-    def step(self, action: Any) -> TimeStep:
+    def step(self, action: Any) -> TimeStep[np.ndarray]:
         action = np.asarray(action)
         if isinstance(self.spec.action_space, Box):
             action = action.astype(np.float32)

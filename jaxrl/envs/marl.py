@@ -71,11 +71,14 @@ def _import_jaxmarl() -> Any:
     ``sys.stderr`` back to the process's originals (which would undo any redirection, such
     as pytest's capture); both are kept as they were."""
     saved = sys.stdout, sys.stderr, sys.__stdout__
-    sys.stdout = sys.__stdout__ = io.StringIO()  # its Brax module resets to __stdout__
+    sink = io.StringIO()
+    # typeshed declares sys.__stdout__ final; its Brax module resets sys.stdout to it.
+    sys.stdout = sys.__stdout__ = sink  # type: ignore[misc,assignment]
     try:
         import jaxmarl
     finally:
-        sys.stdout, sys.stderr, sys.__stdout__ = saved
+        sys.stdout, sys.stderr = saved[:2]
+        sys.__stdout__ = saved[2]  # type: ignore[misc]
     return jaxmarl
 
 

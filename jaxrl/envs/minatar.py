@@ -36,7 +36,7 @@ before issue 20 and of ``benchmarks/bit_identical.py``.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Literal
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -143,7 +143,7 @@ def make_minatar(
     max_episode_steps: int | None = None,
     sticky_action_prob: float | None = None,
     difficulty_ramping: bool | None = None,
-    backend: Literal["pgx", "gymnax"] = "pgx",
+    backend: str = "pgx",
 ) -> Env:
     """A vectorized MinAtar game.
 

@@ -58,7 +58,7 @@ class Task:
     xml: str
     frame_skip: int
     params: dict[str, Any]
-    obs_fn: Callable[[Any, Any, dict], jax.Array]
+    obs_fn: Callable[[Any, dict], jax.Array]  # (data, params) -> observation
     position_fn: Callable[[Any, Any], jax.Array]  # (model, data) -> x position (scalar)
     healthy_fn: Callable[[Any, dict], jax.Array] | None  # (data, params) -> bool
     contact_cost_fn: Callable[[Any, dict], jax.Array] | None = None

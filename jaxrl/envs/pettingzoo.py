@@ -107,7 +107,7 @@ class _Games:
     def step(self, action: np.ndarray) -> tuple:
         N, P = len(self.envs), len(self.agents)
         reward = np.zeros((N, P), np.float32)
-        out = {k: [] for k in ("obs", "mask", "final", "final_mask")}
+        out: dict[str, list[Any]] = {k: [] for k in ("obs", "mask", "final", "final_mask")}
         term, trunc = np.zeros(N, bool), np.zeros(N, bool)
         ep_return, ep_length = np.zeros((N, P), np.float32), np.zeros(N, np.int32)
         for i, env in enumerate(self.envs):
@@ -154,6 +154,7 @@ def make_pettingzoo_env(env_id: str, num_envs: int = 1, max_steps: int = 1000) -
     obs_s, mask_s = sds((N, *games.obs_shape), jnp.float32), sds((N, A), jnp.bool_)
     players_s = sds((N,), jnp.int32)
     flag_s = sds((N,), jnp.bool_)
+    step_shapes: tuple[jax.ShapeDtypeStruct, ...]
     step_shapes = (obs_s, mask_s, obs_s, mask_s, sds((N, P), jnp.float32), flag_s, flag_s)
     step_shapes += (sds((N, P), jnp.float32), sds((N,), jnp.int32), players_s)
 

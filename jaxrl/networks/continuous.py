@@ -30,6 +30,7 @@ copied in by the agent: the actor's loss does not train them).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -134,5 +135,5 @@ class CriticEnsemble(nn.Module):
             out_axes=0,
             axis_size=self.num_critics,
         )
-        kw = {} if encoder is None else {"encoder": encoder}
+        kw: dict[str, Any] = {} if encoder is None else {"encoder": encoder}
         return ensemble(self.hidden_sizes, obs_ndim, name="critics", **kw)(obs, action)

@@ -62,7 +62,7 @@ def canonical_backward_default(backend: str | None = None) -> bool:
 def _xla_conv(
     x: jax.Array,
     w: jax.Array,
-    strides: tuple[int, int],
+    strides: tuple[int, ...],
     padding,
     lhs_dilation: tuple[int, int] = (1, 1),
     rhs_dilation: tuple[int, int] = (1, 1),
@@ -123,7 +123,7 @@ def _member_conv(strides: tuple[int, int], padding, lhs_dilation=(1, 1), rhs_dil
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(2, 3))
-def _canonical_conv(x: jax.Array, w: jax.Array, strides: tuple[int, int], padding) -> jax.Array:
+def _canonical_conv(x: jax.Array, w: jax.Array, strides: tuple[int, ...], padding) -> jax.Array:
     return _member_conv(strides, padding)(x, w)
 
 

@@ -123,7 +123,7 @@ def make(spec: str | Mapping[str, Any]) -> Initializer:
     range (a scale or stddev that is not a positive number, an unknown mode or
     distribution).
     """
-    options = {"name": spec} if isinstance(spec, str) else dict(spec)
+    options: dict[str, Any] = {"name": spec} if isinstance(spec, str) else dict(spec)
     name = options.pop("name", None)
     name = ALIASES.get(name, name)
     if name not in _BUILDERS:

@@ -24,7 +24,7 @@ The carry is a dict ``{"actor": (c, h)}`` (plus ``"critic"`` when not shared), e
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import flax.linen as nn
 import jax
@@ -61,7 +61,8 @@ class RecurrentActorCritic(ActorCritic):
         if not self.shared:
             self.critic_lstm = cell()
 
-    def __call__(self, carry: dict, obs: Array):
+    # The carry comes first: a recurrent network is never called where an ActorCritic is.
+    def __call__(self, carry: dict, obs: Array):  # type: ignore[override]
         actor, features = self.actor_lstm(carry["actor"], self.actor_torso(obs))
         out = self.policy_head(features)
         dist = out if self.discrete else (out, self.log_std)
@@ -91,7 +92,8 @@ def unroll(
 
     def step(carry: Any, inputs: tuple[Array, Array]):
         o, start = inputs
-        carry, dist, value = network.apply(params, reset_carry(carry, initial, start), o)
+        out = network.apply(params, reset_carry(carry, initial, start), o)
+        carry, dist, value = cast(tuple[Any, Any, Array], out)
         return carry, (dist, value, carry)
 
     _, (dist, value, carries) = jax.lax.scan(step, carry, (obs, starts))

@@ -30,11 +30,13 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from jaxrl.types import FloatOrArray
+
 Array = jax.Array
 
 
 def gaussian_noise(
-    key: jax.Array, shape: tuple[int, ...], mu: ArrayLike = 0.0, sigma: ArrayLike = 1.0
+    key: jax.Array, shape: tuple[int, ...], mu: FloatOrArray = 0.0, sigma: FloatOrArray = 1.0
 ) -> Array:
     """``mu + sigma * N(0, 1)`` of ``shape`` (float32); ``mu``/``sigma`` broadcast to it."""
     return mu + sigma * jax.random.normal(key, shape, jnp.float32)
@@ -43,8 +45,8 @@ def gaussian_noise(
 def clipped_gaussian_noise(
     key: jax.Array,
     shape: tuple[int, ...],
-    mu: ArrayLike = 0.0,
-    sigma: ArrayLike = 1.0,
+    mu: FloatOrArray = 0.0,
+    sigma: FloatOrArray = 1.0,
     low: ArrayLike = -1.0,
     high: ArrayLike = 1.0,
 ) -> Array:
@@ -53,7 +55,7 @@ def clipped_gaussian_noise(
 
 
 def uniform_noise(
-    key: jax.Array, shape: tuple[int, ...], low: ArrayLike = 0.0, high: ArrayLike = 1.0
+    key: jax.Array, shape: tuple[int, ...], low: FloatOrArray = 0.0, high: ArrayLike = 1.0
 ) -> Array:
     """``low + (high - low) * U[0, 1)`` of ``shape`` (float32), per-dimension bounds."""
     return low + (jnp.asarray(high) - low) * jax.random.uniform(key, shape, jnp.float32)

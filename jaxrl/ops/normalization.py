@@ -17,6 +17,8 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from jaxrl.types import FloatOrArray
+
 Array = jax.Array
 
 
@@ -57,7 +59,7 @@ def update_running_stats(stats: RunningMeanStd, batch: Array) -> RunningMeanStd:
 
 
 def normalize(
-    stats: RunningMeanStd, x: Array, clip: ArrayLike | None = 10.0, eps: float = 1e-8
+    stats: RunningMeanStd, x: Array, clip: FloatOrArray | None = 10.0, eps: float = 1e-8
 ) -> Array:
     """``clip((x - mean) / sqrt(var + eps), -clip, clip)`` as float32 (SB3's defaults)."""
     y = (x.astype(jnp.float32) - stats.mean) / jnp.sqrt(stats.var + eps)
@@ -70,7 +72,7 @@ def scale_rewards(
     rewards: Array,
     done: Array,
     discount: ArrayLike,
-    clip: ArrayLike | None = 10.0,
+    clip: FloatOrArray | None = 10.0,
     eps: float = 1e-8,
 ) -> tuple[RunningMeanStd, Array, Array]:
     r"""Scales a rollout's rewards by the running std of the discounted return.

@@ -29,6 +29,8 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from jaxrl.types import FloatOrArray
+
 Array = jax.Array
 
 
@@ -47,7 +49,7 @@ def perturb_params(key: jax.Array, params: Any, sigma: ArrayLike) -> Any:
 
 
 def adapt_noise_scale(
-    sigma: ArrayLike, distance: ArrayLike, threshold: ArrayLike, coefficient: float = 1.01
+    sigma: ArrayLike, distance: FloatOrArray, threshold: FloatOrArray, coefficient: float = 1.01
 ) -> Array:
     """The next scale: ``sigma * coefficient`` if ``distance <= threshold``, else
     ``sigma / coefficient`` (float32 scalar)."""

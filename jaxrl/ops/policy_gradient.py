@@ -10,9 +10,13 @@ References:
 
 from __future__ import annotations
 
+from typing import cast
+
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
+
+from jaxrl.types import FloatOrArray
 
 Array = jax.Array
 
@@ -61,7 +65,10 @@ def policy_gradient_loss(log_prob: Array, advantages: Array) -> Array:
 
 
 def value_loss(
-    values: Array, returns: Array, old_values: Array | None = None, clip: ArrayLike | None = None
+    values: Array,
+    returns: Array,
+    old_values: Array | None = None,
+    clip: FloatOrArray | None = None,
 ) -> Array:
     r"""``0.5 E[(V - R)^2]``; with ``clip``, PPO's clipped value loss
     ``0.5 E[max((V - R)^2, (V_old + clip(V - V_old, -c, c) - R)^2)]`` (the OpenAI
@@ -69,6 +76,7 @@ def value_loss(
     returns = jax.lax.stop_gradient(returns)
     losses = jnp.square(values - returns)
     if clip is not None:
-        clipped = old_values + jnp.clip(values - old_values, -clip, clip)
+        old = cast(Array, old_values)  # given with clip
+        clipped = old + jnp.clip(values - old, -clip, clip)
         losses = jnp.maximum(losses, jnp.square(clipped - returns))
     return 0.5 * losses.mean()

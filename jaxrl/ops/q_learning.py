@@ -7,6 +7,8 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from jaxrl.types import FloatOrArray
+
 
 def q_learning_td_error(
     q_taken: jax.Array,
@@ -52,7 +54,7 @@ def _masked_log_policy(q: jax.Array, tau: ArrayLike, mask: jax.Array | None) -> 
 def munchausen_bonus(
     q: jax.Array,
     action: jax.Array,
-    m_alpha: ArrayLike,
+    m_alpha: FloatOrArray,
     m_tau: ArrayLike,
     l_0: ArrayLike,
     mask: jax.Array | None = None,
@@ -97,7 +99,7 @@ def munchausen_target(
     reward: jax.Array,
     discount: jax.Array,
     next_q_target: jax.Array,
-    m_alpha: ArrayLike = 0.9,
+    m_alpha: FloatOrArray = 0.9,
     m_tau: ArrayLike = 0.03,
     l_0: ArrayLike = -1.0,
     mask: jax.Array | None = None,

@@ -265,7 +265,7 @@ def test_off_policy_conv_encoders_take_the_backward_pass_the_backend_chooses(age
 
     spec = EnvSpec("img", (16, 16, 3), "uint8", Box((1,), (-1.0,), (1.0,)), 1, 10)
     torso = {"channels": [3, 4], "kernel_sizes": [4, 4], "strides": [2, 2]}
-    config = agents.entry(agent).factory.Config
+    config = agents.entry(agent).config
     cfg = build_config(config, {"torso": torso, "feature_dim": 6}, agent)
     encoder = make_encoder(cfg, spec)()
     assert isinstance(encoder, SpecTorso)

@@ -26,7 +26,7 @@ on the right side's inputs), and the agent's reward gains
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import flax.linen as nn
 import jax
@@ -73,7 +73,7 @@ def discriminator_loss(
 ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """``L_D`` (module docstring) of ``params`` on ``positive`` ``[B, F]`` (target +1, the
     penalty's inputs) and ``negative`` ``[B, F]`` (target -1), and its parts."""
-    d = lambda x: net.apply(params, x)
+    d = lambda x: cast(jax.Array, net.apply(params, x))
     d_pos, d_neg = d(positive), d(negative)
     penalty = gradient_penalty(input_gradients(d, positive))
     lsq = lsq_discriminator_loss(d_pos, d_neg)
@@ -116,7 +116,7 @@ def _learner(
 
 
 def make_amp(
-    reference: Transition,
+    reference: Transition[np.ndarray],
     hidden_sizes: tuple[int, ...] = (256, 256),
     grad_penalty: float = 10.0,
     lr: float = 3e-4,

@@ -63,10 +63,11 @@ the skeleton's gradient step is the plain one, so its program is unchanged bit f
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, TypeGuard, cast
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxrl.buffers.demonstrations import mix_batch, sample_demos
 from jaxrl.types import Transition
@@ -74,15 +75,59 @@ from jaxrl.types import Transition
 AUX_KEY = 0x5EED  # folded into the agent's keys for everything auxiliary
 
 
-class AuxLearner(NamedTuple):
-    """An auxiliary learner as pure functions over its own state (module docstring)."""
+class UpdateFn(Protocol):
+    """``update(aux_state, batch, hparams, key) -> (aux_state, metrics)``."""
 
-    init: Callable[[jax.Array], Any]
-    update: Callable[..., tuple[Any, dict[str, jax.Array]]]
-    reward: Callable[..., jax.Array] | None = None
+    def __call__(
+        self, aux_state: Any, batch: Transition, h: dict[str, jax.Array], key: jax.Array, /
+    ) -> tuple[Any, dict[str, jax.Array]]: ...
+
+
+class RewardFn(Protocol):
+    """``reward(aux_state, batch [B], hparams) -> [B]``, a term added to the reward."""
+
+    def __call__(
+        self, aux_state: Any, batch: Transition, h: dict[str, jax.Array], /
+    ) -> jax.Array: ...
+
+
+class LossFn(Protocol):
+    """``loss(aux_state, params, batch, hparams, key) -> (term, metrics)``: a term of the
+    agent's loss, differentiated with respect to ``params`` and ``aux_state["params"]``."""
+
+    def __call__(
+        self,
+        aux_state: Any,
+        params: Any,
+        batch: Transition,
+        h: dict[str, jax.Array],
+        key: jax.Array,
+        /,
+    ) -> tuple[jax.Array, dict[str, jax.Array]]: ...
+
+
+class AfterStepFn(Protocol):
+    """``after_step(aux_state, grads, params, hparams) -> aux_state``: the learner's own
+    step with its gradient and the agent's new ``params`` (a learner with a loss term)."""
+
+    def __call__(
+        self, aux_state: Any, grads: Any, params: Any, h: dict[str, jax.Array], /
+    ) -> Any: ...
+
+
+class AuxLearner(NamedTuple):
+    """An auxiliary learner as pure functions over its own state (module docstring).
+
+    ``init`` is ``init(key)``, or ``init(key, params)`` (the agent's initial network
+    parameters) for a learner with a ``loss`` term, which also has an ``after_step``.
+    """
+
+    init: Callable[..., Any]
+    update: UpdateFn
+    reward: RewardFn | None = None
     hparams: dict[str, float] = {}
-    loss: Callable[..., tuple[jax.Array, dict[str, jax.Array]]] | None = None
-    after_step: Callable[..., Any] | None = None
+    loss: LossFn | None = None
+    after_step: AfterStepFn | None = None
 
 
 class Encoder(NamedTuple):
@@ -109,7 +154,7 @@ class Auxiliary(NamedTuple):
     """
 
     learners: tuple[tuple[str, AuxLearner], ...] = ()
-    demos: Transition | None = None
+    demos: Transition[np.ndarray] | None = None
     demo_count: int = 0
 
 
@@ -128,7 +173,7 @@ def init(aux: Auxiliary | None, key: jax.Array, params: Any = None) -> dict[str,
     return state
 
 
-def has_loss(aux: Auxiliary | None) -> bool:
+def has_loss(aux: Auxiliary | None) -> TypeGuard[Auxiliary]:
     """Whether a learner of ``aux`` adds a term to the agent's loss (module docstring)."""
     return aux is not None and any(learner.loss is not None for _, learner in aux.learners)
 
@@ -168,8 +213,9 @@ def after_step(
     ``aux_grads``) and the agent's new params; the hyperparameters are ``constants``."""
     h, aux_state = constants(aux), dict(aux_state)
     for name, learner in aux.learners:
-        if learner.loss is not None:
-            aux_state[name] = learner.after_step(aux_state[name], grads[name], params, h)
+        if learner.loss is not None:  # a learner with a loss term has an after_step
+            after = cast(AfterStepFn, learner.after_step)
+            aux_state[name] = after(aux_state[name], grads[name], params, h)
     return aux_state
 
 

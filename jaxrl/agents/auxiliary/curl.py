@@ -28,7 +28,7 @@ head have their own Adam (the reference has one Adam over all, clipped together)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import flax.linen as nn
 import jax
@@ -69,10 +69,10 @@ def curl_loss(
     gradient; returns ``(loss, accuracy)`` (``ops.contrastive.info_nce_loss``)."""
     anchor_key, key_key = jax.random.split(key)
     features = encoder.apply(encoder.params(params), random_crop(obs, anchor_key, pad))
-    anchors = proj.apply(state["params"]["proj"], features)
+    anchors = cast(jax.Array, proj.apply(state["params"]["proj"], features))
     target = state["target"]
     key_features = encoder.apply(target["encoder"], random_crop(obs, key_key, pad))
-    keys = jax.lax.stop_gradient(proj.apply(target["proj"], key_features))
+    keys = jax.lax.stop_gradient(cast(jax.Array, proj.apply(target["proj"], key_features)))
     return info_nce_loss(anchors, keys, state["params"]["W"], scale)
 
 

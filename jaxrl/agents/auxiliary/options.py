@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from jaxrl.agents.auxiliary.amp import make_action_symmetry, make_amp
 from jaxrl.agents.auxiliary.base import Auxiliary, Encoder
 from jaxrl.agents.auxiliary.curl import make_curl
 from jaxrl.buffers.demonstrations import demo_count, load_npz
-from jaxrl.types import Box, ConfigError, EnvSpec
+from jaxrl.types import Box, ConfigError, EnvSpec, Transition
 from jaxrl.validation import Options, option
 
 
@@ -157,8 +157,9 @@ def make_auxiliary(
             demos = demos._replace(action=to_stored_action(demos.action))
     learners = []
     if cfg.amp:
+        reference = cast(Transition[np.ndarray], demos)  # amp needs a demo_file (above)
         amp = make_amp(
-            demos, cfg.amp_hidden_sizes, cfg.amp_grad_penalty, cfg.amp_lr,
+            reference, cfg.amp_hidden_sizes, cfg.amp_grad_penalty, cfg.amp_lr,
             cfg.style_reward_weight,
         )  # fmt: skip
         learners.append(("amp", amp))

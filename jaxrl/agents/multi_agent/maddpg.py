@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, cast
 
 import flax.linen as nn
 import flax.struct
@@ -151,7 +151,9 @@ def _make_gradient_step(actor: Head, critic: Head, optimizer, actor_logits, P: i
             next_key, actor_logits(state.target_actor, batch.next_obs), h["temperature"]
         )
         next_x = joint_input(batch.next_obs, next_actions)
-        next_q = per_agent(lambda p: critic.apply(p, next_x)[:, 0])(state.target_critic).T
+        next_q = per_agent(lambda p: cast(jax.Array, critic.apply(p, next_x))[:, 0])(
+            state.target_critic
+        ).T
         y = critic_target(batch.reward, batch.terminated, next_q, h["gamma"])  # [B, P]
         actions = jax.nn.one_hot(batch.action, A)
         x = joint_input(batch.obs, actions)
@@ -175,7 +177,8 @@ def _make_gradient_step(actor: Head, critic: Head, optimizer, actor_logits, P: i
             state.actor, critics, jnp.arange(P), jax.random.split(actor_key, P)
         )
         actors, actor_opt = apply_grads(state.actor, grads, state.actor_opt, h["actor_lr"])
-        state = state.replace(
+        state = dataclasses.replace(
+            state,
             actor=actors,
             critic=critics,
             actor_opt=actor_opt,
@@ -264,11 +267,10 @@ def make_maddpg(spec: EnvSpec, **overrides: Any) -> Agent:
     def update(state: MADDPGState, rollout: Transition, key: jax.Array):
         T = rollout.reward.shape[0]
         rollout = rollout._replace(extras={})
-        state = state.replace(buffer=buffer.add(state.buffer, rollout), step=state.step + T * N)
+        state = dataclasses.replace(
+            state, buffer=buffer.add(state.buffer, rollout), step=state.step + T * N
+        )
         ready = (state.step >= cfg.learning_starts) & buffer.can_sample(state.buffer)
         return jax.lax.cond(ready, learn, skip, state, key)
 
     return Agent(init, act, update)
-
-
-make_maddpg.Config = MADDPGConfig

@@ -76,7 +76,7 @@ def _insert(cfg: ApexDDPGConfig, buffer, algorithm, state, buffer_state, data, h
     ones = jnp.ones(t.shape, jnp.float32)
     sample = ReplaySample(buffer.gather(buffer_state, t, e), t, e, t * num_envs + e, ones)
     batch = replay_batch(cfg, sample, ones.size, h)
-    actors = state.learner.replace(**state.actors)
+    actors = dataclasses.replace(state.learner, **state.actors)
     _, metrics = algorithm.gradient_step(actors, batch, h, jax.random.PRNGKey(0))
     return buffer.update_priorities(buffer_state, t * num_envs + e, metrics["td_error"], priority)
 
@@ -95,7 +95,7 @@ def make_apex_ddpg(spec: EnvSpec, **overrides: Any) -> Agent:
         state = inner.init(key)
         h = {k: jnp.asarray(getattr(cfg, k), jnp.float32) for k in _EPSILONS}
         actors = {n: getattr(state.learner, n) for n in _COPIED}
-        return state.replace(actors=actors, hparams={**state.hparams, **h})
+        return dataclasses.replace(state, actors=actors, hparams={**state.hparams, **h})
 
     def act(state: OffPolicyState, obs, carry, key: jax.Array, explore: bool = True):
         if not explore:
@@ -103,8 +103,8 @@ def make_apex_ddpg(spec: EnvSpec, **overrides: Any) -> Agent:
         h = state.hparams
         scale = env_epsilons(spec.num_envs, k, h["actor_epsilon"], h["actor_epsilon_alpha"])
         sigma = scale[:, None] * h["noise_sigma"]  # [N, A]
-        learner = state.learner.replace(actor_params=state.actors["actor_params"])
-        acting = state.replace(learner=learner, hparams={**h, "noise_sigma": sigma})
+        learner = dataclasses.replace(state.learner, actor_params=state.actors["actor_params"])
+        acting = dataclasses.replace(state, learner=learner, hparams={**h, "noise_sigma": sigma})
         return inner.act(acting, obs, carry, key, explore)
 
     def update(state: OffPolicyState, rollout: Transition, key: jax.Array):
@@ -115,9 +115,6 @@ def make_apex_ddpg(spec: EnvSpec, **overrides: Any) -> Agent:
         actors = refresh_actors(state.actors, new, rows, num_steps, period)
         h = state.hparams
         scales = actor_epsilons(k, h["actor_epsilon"], h["actor_epsilon_alpha"])
-        return state.replace(actors=actors), {**metrics, "noise_scale": scales.mean()}
+        return dataclasses.replace(state, actors=actors), {**metrics, "noise_scale": scales.mean()}
 
     return Agent(init, act, update, inner.init_carry)
-
-
-make_apex_ddpg.Config = ApexDDPGConfig

@@ -227,7 +227,7 @@ def make_critic(
     from jaxrl.networks.continuous import CriticEnsemble
 
     encoder = make_encoder(cfg, spec)
-    kw = {"shared_encoder": True} if shared_encoder else {}
+    kw: dict[str, Any] = {"shared_encoder": True} if shared_encoder else {}
     return CriticEnsemble(
         num_critics, cfg.hidden_sizes, obs_ndim=len(spec.obs_shape), encoder=encoder, **kw
     )
@@ -396,7 +396,7 @@ def make_off_policy_agent(
         step = state.step + num_steps * num_envs
         learning = (step >= cfg.learning_starts) & buffer.can_sample(buffer_state)
         k = cfg.updates_per_step * num_steps
-        do_learn = lambda *args: learn(cfg, buffer, algorithm, *args, num_steps=k, aux=auxiliary)
+        do_learn = functools.partial(learn, cfg, buffer, algorithm, num_steps=k, aux=auxiliary)
         hparams = scheduled_lrs(cfg, state.hparams, step)
         if cfg.prioritized:
             beta = linear_schedule(hparams["beta_start"], 1.0, cfg.beta_decay_steps)(step)
@@ -411,7 +411,7 @@ def make_off_policy_agent(
         )
         (learner, carried), metrics = jax.lax.cond(learning, do_learn, skip, *args)
         buffer_state = carried if cfg.prioritized else buffer_state
-        state = state.replace(learner=learner, buffer=buffer_state, step=step)
+        state = dataclasses.replace(state, learner=learner, buffer=buffer_state, step=step)
         if param_noise:
             state, metrics = param_noise_step(cfg, buffer, algorithm.policy, state, metrics, key)
         return state, metrics

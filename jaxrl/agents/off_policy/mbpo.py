@@ -43,8 +43,9 @@ bootstrap resampling of each member's data (here each member draws its own minib
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 import flax.struct
 import jax
@@ -169,7 +170,7 @@ def check_config(spec: EnvSpec, cfg: MBPOConfig, name: str) -> Callable:
     )
 
 
-def mixed_buffer(real: ReplayBuffer, model: ReplayBuffer) -> ReplayBuffer:
+def mixed_buffer(real: ReplayBuffer | None, model: ReplayBuffer | None) -> ReplayBuffer:
     """A buffer view over the state ``(real_state, model_state)`` whose ``sample`` is the
     concatenation ``[real batch; model batch]`` (either may be absent: None), for the
     skeleton's ``learn``."""
@@ -186,7 +187,7 @@ def mixed_buffer(real: ReplayBuffer, model: ReplayBuffer) -> ReplayBuffer:
         zeros = jnp.zeros((b,), jnp.int32)
         return ReplaySample(experience, zeros, zeros, zeros, jnp.ones((b,), jnp.float32))
 
-    any_one = real if real is not None else model
+    any_one = cast(ReplayBuffer, real if real is not None else model)  # one at least
     return any_one._replace(sample=sample, num_items=lambda s: jnp.ones((), jnp.int32))
 
 
@@ -259,7 +260,7 @@ def make_model(
         t = batch_of(holdout_view, buffer_state, stats_key)
         raw = jnp.concatenate([t.obs.astype(jnp.float32), t.action], -1)
         std = raw.std(0)
-        model = model.replace(mean=raw.mean(0), std=jnp.where(std < 1e-12, 1.0, std))
+        model = dataclasses.replace(model, mean=raw.mean(0), std=jnp.where(std < 1e-12, 1.0, std))
 
         def loss_fn(params, t):
             x_in = inputs(model, t.obs, t.action).reshape(e, cfg.model_batch_size, in_dim)
@@ -281,7 +282,7 @@ def make_model(
         x_in = jnp.broadcast_to(inputs(model, t.obs, t.action), (e, cfg.holdout_size, in_dim))
         mse = jnp.mean((ens.apply(params, x_in)[0] - model_targets(t)) ** 2, axis=(1, 2))
         elites = jnp.argsort(mse)[: cfg.num_elites].astype(jnp.int32)
-        model = model.replace(params=params, opt_state=opt_state, elites=elites)
+        model = dataclasses.replace(model, params=params, opt_state=opt_state, elites=elites)
         metrics = {"model_loss": losses[-1], "model_holdout_mse": mse[elites].mean()}
         return model, metrics
 
@@ -290,7 +291,7 @@ def make_model(
         policy_key, member_key, noise_key = jax.random.split(key, 3)
         action = policy(learner.actor_params, obs, policy_key, True)
         x_in = jnp.broadcast_to(inputs(model, obs, action), (e, r, in_dim))
-        mean, log_var, _ = ens.apply(model.params, x_in)
+        mean, log_var, _ = cast(tuple[jax.Array, jax.Array, Any], ens.apply(model.params, x_in))
         pick = model.elites[jax.random.randint(member_key, (r,), 0, cfg.num_elites)]
         mean, log_var = mean[pick, jnp.arange(r)], log_var[pick, jnp.arange(r)]
         out = mean + jnp.exp(0.5 * log_var) * jax.random.normal(noise_key, mean.shape)
@@ -368,22 +369,29 @@ def make_agent(spec: EnvSpec, cfg: MBPOConfig, name: str = "mbpo") -> Agent:
         ls, freq = cfg.learning_starts, cfg.model_train_freq
         phase = (step >= ls) & ((prev < ls) | ((step - ls) // freq > (prev - ls) // freq))
         phase = phase & real.can_sample(buffer_state)
-        args = (state.model, state.learner, buffer_state, state.model_buffer, state.hparams)
-        args = (*args, step, model_key)
+        args = (
+            *(state.model, state.learner, buffer_state, state.model_buffer, state.hparams),
+            *(step, model_key),
+        )
         no_metrics = nan_like(lambda *a: model_fns.phase(*a)[2], *args)
         model, model_buffer, model_metrics = jax.lax.cond(
             phase, model_fns.phase, lambda m, _, __, mb, *___: (m, mb, no_metrics), *args
         )
         learning = (step >= ls) & (model_ring.num_items(model_buffer) > 0)
         g = cfg.updates_per_step * num_steps
-        do_learn = lambda *a: learn(cfg, sac_buffer, algorithm, *a, num_steps=g)
+        do_learn = functools.partial(learn, cfg, sac_buffer, algorithm, num_steps=g)
         learn_args = (state.learner, (buffer_state, model_buffer), state.hparams, learn_key)
         no_sac = nan_like(lambda *a: do_learn(*a)[1], *learn_args)
         (learner, _), sac_metrics = jax.lax.cond(
             learning, do_learn, lambda learner, *_: ((learner, None), no_sac), *learn_args
         )
-        state = state.replace(
-            learner=learner, buffer=buffer_state, step=step, model=model, model_buffer=model_buffer
+        state = dataclasses.replace(
+            state,
+            learner=learner,
+            buffer=buffer_state,
+            step=step,
+            model=model,
+            model_buffer=model_buffer,
         )
         return state, {**sac_metrics, **model_metrics}
 
@@ -393,6 +401,3 @@ def make_agent(spec: EnvSpec, cfg: MBPOConfig, name: str = "mbpo") -> Agent:
 def make_mbpo(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds an MBPO agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     return make_agent(spec, build_config(MBPOConfig, overrides, "agent 'mbpo'"))
-
-
-make_mbpo.Config = MBPOConfig

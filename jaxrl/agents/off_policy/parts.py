@@ -7,11 +7,13 @@ config and state; ``make_off_policy_agent`` composes them.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from jaxrl.agents.auxiliary import base as auxiliary
 from jaxrl.agents.common.param_noise import adapt_param_noise
@@ -22,7 +24,7 @@ from jaxrl.ops.returns import n_step_bootstrap
 from jaxrl.types import Transition
 
 
-def replay_batch(cfg: Any, sample: Any, num_items: jax.Array, hparams) -> Transition:
+def replay_batch(cfg: Any, sample: Any, num_items: ArrayLike, hparams) -> Transition:
     """A sampled window ``[B, n, ...]`` as the one-step-shaped ``Transition`` ``[B, ...]``
     that ``Algorithm.gradient_step`` takes: for ``n_step > 1`` the reward is the n-step
     discounted sum, ``next_obs`` the bootstrap observation and ``extras["discount"]`` the
@@ -58,7 +60,8 @@ def hard_target_update(learner: Any, period: int) -> Any:
     target_actor = learner.target_actor_params
     if target_actor is not None:
         target_actor = jax.tree.map(pick, target_actor, learner.actor_params)
-    return learner.replace(
+    return dataclasses.replace(
+        learner,
         target_actor_params=target_actor,
         target_critic_params=jax.tree.map(
             pick, learner.target_critic_params, learner.critic_params
@@ -113,7 +116,7 @@ def learn(
         aux_metrics = {}
         if aux is not None:
             aux_state, batch, aux_metrics = auxiliary.step(aux, learner.aux, batch, h, key)
-            learner = learner.replace(aux=aux_state)
+            learner = dataclasses.replace(learner, aux=aux_state)
         if auxiliary.has_loss(aux):  # CURL: a term on the critic's encoder (auxiliary.py)
             learner, metrics = loss_term_step(algorithm, aux, learner, batch, h, key, step_key)
         else:
@@ -151,7 +154,7 @@ def loss_term_step(
     )
     learner, metrics = algorithm.gradient_step(learner, batch, h, step_key, critic_grads=grads)
     aux_state = auxiliary.after_step(aux, learner.aux, aux_grads, learner.critic_params)
-    return learner.replace(aux=aux_state), {**metrics, **aux_metrics}
+    return dataclasses.replace(learner, aux=aux_state), {**metrics, **aux_metrics}
 
 
 def param_noise_step(
@@ -170,4 +173,4 @@ def param_noise_step(
         "param_noise_sigma": noise["sigma"],
         "param_noise_distance": noise["distance"],
     }
-    return state.replace(param_noise=noise), metrics
+    return dataclasses.replace(state, param_noise=noise), metrics

@@ -48,7 +48,7 @@ keeps their size, as in CURL-Rainbow) and a projection head sits before ``W``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -149,6 +149,7 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
     action_dim = action_box(spec, name)[0].shape[0]
     curl = bool(getattr(cfg, "curl", False))
     make = make_encoder(cfg, spec)
+    detach: dict[str, Any] = {"detach_encoder": True} if curl else {}
     actor = SquashedGaussianActor(
         action_dim,
         cfg.hidden_sizes,
@@ -156,7 +157,7 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
         log_std_min=cfg.log_std_min,
         log_std_max=cfg.log_std_max,
         encoder=make,
-        **({"detach_encoder": True} if curl else {}),
+        **detach,
     )
     critic = make_critic(cfg, spec, cfg.num_critics, shared_encoder=curl)
     encoder, tie = shared_encoder(spec, actor, critic, make, name) if curl else (None, None)
@@ -185,7 +186,9 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
 
         # Critics.
         next_action, next_log_prob = sample(learner.actor_params, batch.next_obs, next_key)
-        next_q = critic.apply(learner.target_critic_params, batch.next_obs, next_action)
+        next_q = cast(
+            jax.Array, critic.apply(learner.target_critic_params, batch.next_obs, next_action)
+        )
         y = td_target(batch, next_q.min(axis=0) - alpha * next_log_prob, h)
 
         def critic_loss(params):
@@ -227,7 +230,8 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
             )
             extra = {"log_alpha": log_alpha, "alpha_opt_state": alpha_opt_state}
 
-        learner = learner.replace(
+        learner = dataclasses.replace(
+            learner,
             actor_params=actor_params,
             critic_params=critic_params,
             target_critic_params=soft_update(learner.target_critic_params, critic_params, h["tau"]),
@@ -263,6 +267,3 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
 def make_sac(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds a SAC agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     return make_agent(spec, build_config(SACConfig, overrides, "agent 'sac'"))
-
-
-make_sac.Config = SACConfig

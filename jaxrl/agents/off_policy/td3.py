@@ -25,7 +25,7 @@ and ``policy_delay=1`` (actor and targets every step), with Lillicrap et al.'s d
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -149,7 +149,8 @@ def _build(spec: EnvSpec, cfg: TD3Config, name: str, learners: tuple = (), inser
         actor_params, actor_opt_state = optimizer_step(
             optimizer, learner.actor_params, grads, learner.actor_opt_state, h["actor_lr"]
         )
-        learner = learner.replace(
+        learner = dataclasses.replace(
+            learner,
             actor_params=actor_params,
             actor_opt_state=actor_opt_state,
             target_actor_params=soft_update(learner.target_actor_params, actor_params, h["tau"]),
@@ -161,13 +162,15 @@ def _build(spec: EnvSpec, cfg: TD3Config, name: str, learners: tuple = (), inser
 
     def gradient_step(learner: LearnerState, batch, h, key):
         # Critics, with target policy smoothing.
-        next_action = actor.apply(learner.target_actor_params, batch.next_obs)
+        next_action = cast(jax.Array, actor.apply(learner.target_actor_params, batch.next_obs))
         clip = h["noise_clip"]
         smoothing = clipped_gaussian_noise(
             key, next_action.shape, 0.0, h["policy_noise"], -clip, clip
         )
         next_action = jnp.clip(next_action + smoothing, -1.0, 1.0)
-        next_q = critic.apply(learner.target_critic_params, batch.next_obs, next_action)
+        next_q = cast(
+            jax.Array, critic.apply(learner.target_critic_params, batch.next_obs, next_action)
+        )
         y = td_target(batch, next_q.min(axis=0), h)
 
         def critic_loss(params):
@@ -182,8 +185,8 @@ def _build(spec: EnvSpec, cfg: TD3Config, name: str, learners: tuple = (), inser
             optimizer, learner.critic_params, grads, learner.critic_opt_state, h["critic_lr"]
         )
         updates = learner.updates + 1
-        learner = learner.replace(
-            critic_params=critic_params, critic_opt_state=critic_opt_state, updates=updates
+        learner = dataclasses.replace(
+            learner, critic_params=critic_params, critic_opt_state=critic_opt_state, updates=updates
         )
 
         # Delayed actor and target updates (``updates`` is unbatched: a real branch).
@@ -216,7 +219,3 @@ def make_td3(spec: EnvSpec, **overrides: Any) -> Agent:
 def make_ddpg(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds a DDPG agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     return make_agent(spec, build_config(DDPGConfig, overrides, "agent 'ddpg'"), "ddpg")
-
-
-make_td3.Config = TD3Config
-make_ddpg.Config = DDPGConfig

@@ -61,6 +61,3 @@ def make_a2c(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds an A2C agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     cfg = build_config(A2CConfig, overrides, "agent 'a2c'")
     return make_actor_critic(spec, cfg, A2C_OBJECTIVE, "a2c")
-
-
-make_a2c.Config = A2CConfig

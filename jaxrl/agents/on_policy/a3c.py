@@ -16,10 +16,11 @@ optimizer state (the paper's shared RMSProp statistics). ``update`` is that grad
 applied at once, A2C's update: the synchronous limit, and what the fused runner runs.
 
 The runner of asynchronous workers (``runners/distributed/a3c_workers.py``, ``--agent a3c
---actor-threads K``) takes the update apart through two functions attached to it:
-``update.gradient(state, rollout, key) -> A3CGradient`` (no state change) and
-``update.apply(state, gradient) -> state`` (optimizer step, counters, statistics), with
-``update(state, rollout, key) == (update.apply(state, update.gradient(...)), metrics)``.
+--actor-threads K``) takes the update apart through the agent's ``split_update``, a
+``SplitUpdate`` (``jaxrl.types``) of ``gradient(state, rollout, key) -> A3CGradient`` (no
+state change) and ``apply(state, gradient) -> state`` (optimizer step, counters,
+statistics), with ``update(state, rollout, key) == (apply(state, gradient(...)),
+metrics)``.
 
 Defaults are A2C's (Stable-Baselines3 after the OpenAI baselines) with the paper's
 optimizer: RMSProp with decay 0.99 (the paper's alpha), no momentum, shared by the
@@ -46,7 +47,7 @@ from jaxrl.agents.on_policy.core import (
     objective_loss,
 )
 from jaxrl.ops.normalization import RunningMeanStd
-from jaxrl.types import Agent, EnvSpec, Transition
+from jaxrl.types import Agent, EnvSpec, Metrics, SplitUpdate, Transition
 from jaxrl.validation import build_config, option
 
 __all__ = ["A3CConfig", "A3CGradient", "make_a3c"]
@@ -78,9 +79,9 @@ class A3CGradient(NamedTuple):
 _NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clip_fraction")
 
 
-def make_a3c(spec: EnvSpec, **overrides: Any) -> Agent:
+def make_a3c(spec: EnvSpec, **overrides: Any) -> Agent[ActorCriticState]:
     """Builds an A3C agent for ``spec``; raises ``ConfigError`` on a bad option or env.
-    ``agent.update`` carries ``gradient`` and ``apply`` (module docstring)."""
+    Its ``split_update`` is the update's ``gradient`` and ``apply`` (module docstring)."""
     cfg = build_config(A3CConfig, overrides, "agent 'a3c'")
     parts = actor_critic_parts(spec, cfg, A2C_OBJECTIVE.hparams, "a3c")
     loss_fn = objective_loss(parts, cfg, A2C_OBJECTIVE)
@@ -104,13 +105,16 @@ def make_a3c(spec: EnvSpec, **overrides: Any) -> Agent:
             cfg, state, g.rollout, params, opt_state, g.return_stats, g.discounted_return, 1
         )
 
-    def update(state: ActorCriticState, rollout: Transition, key: Array):
+    def update(
+        state: ActorCriticState, rollout: Transition, key: Array
+    ) -> tuple[ActorCriticState, Metrics]:
         g = gradient(state, rollout, key)
         metrics = {**g.metrics, "lr": learning_rate(cfg, state)}
         return apply(state, g), metrics
 
-    update.gradient, update.apply = gradient, apply
-    return Agent(init=parts.init, act=parts.act, update=update)
-
-
-make_a3c.Config = A3CConfig
+    return Agent(
+        init=parts.init,
+        act=parts.act,
+        update=update,
+        split_update=SplitUpdate(gradient=gradient, apply=apply),
+    )

@@ -8,7 +8,8 @@ reward statistics, counters).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import dataclasses
+from typing import TYPE_CHECKING, Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -33,7 +34,9 @@ def rollout_batch(parts: ActorCriticParts, cfg: ActorCriticConfig, state: Any, r
     h = state.hparams
     obs, next_obs = parts.norm_obs(state, rollout.obs), parts.norm_obs(state, rollout.next_obs)
     return_stats, discounted_return, reward = learning_rewards(cfg, state, rollout)
-    next_value = parts.network.apply(state.params, main_obs(next_obs), method=ActorCritic.critic)
+    next_value = cast(
+        Array, parts.network.apply(state.params, main_obs(next_obs), method=ActorCritic.critic)
+    )
     value = rollout.extras["value"]
     advantage, target = gae(
         reward, value, next_value, rollout.terminated, rollout.truncated, h.gamma, h.gae_lambda
@@ -76,7 +79,8 @@ def after_update(
     obs_stats = state.obs_stats
     if cfg.normalize_obs:
         obs_stats = update_running_stats(obs_stats, main_obs(rollout.obs))
-    return state.replace(
+    return dataclasses.replace(
+        state,
         params=params,
         opt_state=opt_state,
         obs_stats=obs_stats,

@@ -29,7 +29,7 @@ main observation (``types.main_obs``); observation normalization applies to it a
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar, overload
 
 import flax.struct
 import jax
@@ -52,11 +52,13 @@ from jaxrl.ops.normalization import RunningMeanStd, init_running_stats, normaliz
 from jaxrl.ops.policy_gradient import normalize_advantages
 from jaxrl.types import (
     OBS,
+    ActFn,
     Agent,
     Box,
     ConfigError,
     Discrete,
     EnvSpec,
+    InitFn,
     Transition,
     action_mask,
     main_obs,
@@ -64,6 +66,7 @@ from jaxrl.types import (
 )
 
 Array = jax.Array
+NetworkT = TypeVar("NetworkT", bound=ActorCritic)
 
 
 def make_optimizer(eps: float, cfg: OptimizerOptions | None = None) -> optax.GradientTransformation:
@@ -159,6 +162,16 @@ class Objective(NamedTuple):
     num_minibatches: int
 
 
+@overload
+def make_network(spec: EnvSpec, cfg: ActorCriticConfig) -> ActorCritic: ...
+
+
+@overload
+def make_network(
+    spec: EnvSpec, cfg: ActorCriticConfig, module: type[NetworkT], **extra: Any
+) -> NetworkT: ...
+
+
 def make_network(
     spec: EnvSpec, cfg: ActorCriticConfig, module: type[ActorCritic] = ActorCritic, **extra: Any
 ) -> ActorCritic:
@@ -173,7 +186,7 @@ def make_network(
         hidden = {"nature": (512,), "impala": (256,), "minatar": (128,)}[torso]
     torso_module = None if built_in else make_torso(torso, spec.obs_shape, hidden)
     return module(
-        action_dim=space.n if discrete else space.shape[0],
+        action_dim=space.n if isinstance(space, Discrete) else space.shape[0],
         discrete=discrete,
         hidden_sizes=hidden,
         obs_ndim=len(spec.obs_shape),
@@ -203,8 +216,8 @@ class ActorCriticParts(NamedTuple):
     norm_obs: Callable[[Any, Any], Any]
     policy: Callable[[Any, Any], tuple[Any, Array]]
     log_prob_entropy: Callable[[Any, Array], tuple[Array, Array]]
-    init: Callable[[Array], Any]
-    act: Callable[..., Any]
+    init: InitFn[ActorCriticState]
+    act: ActFn[ActorCriticState]
 
 
 def actor_critic_parts(
@@ -220,8 +233,9 @@ def actor_critic_parts(
     network = make_network(spec, cfg)
     discrete = isinstance(space, Discrete)
     optimizer = make_optimizer(cfg.adam_eps, cfg)
-    low = None if discrete else jnp.asarray(space.low, jnp.float32)
-    high = None if discrete else jnp.asarray(space.high, jnp.float32)
+    bounds = None
+    if isinstance(space, Box):
+        bounds = (jnp.asarray(space.low, jnp.float32), jnp.asarray(space.high, jnp.float32))
 
     def norm_obs(state: ActorCriticState, obs: Any) -> Any:
         """``obs`` with its main array normalized (when the config asks for it)."""
@@ -256,7 +270,6 @@ def actor_critic_parts(
 
     def act(state: ActorCriticState, obs: Any, carry, key: Array, explore: bool = True):
         dist, value = policy(state.params, norm_obs(state, obs))
-        bounds = None if discrete else (low, high)
         action, extras = policy_action(dist, value, key, explore, bounds)
         return action, carry, extras
 

@@ -29,7 +29,7 @@ starts (``agents/on_policy/recurrent_learner.py``), and back-propagates through 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import flax.struct
 import jax
@@ -128,8 +128,9 @@ def make_impala(spec: EnvSpec, **overrides: Any) -> Agent:
         log_prob, entropy = parts.log_prob_entropy(dist, flat(action))
         log_prob, value = log_prob.reshape(T, N), value.reshape(T, N)
         if rnn is None:
-            next_value = parts.network.apply(
-                params, flat(main_obs(next_obs)), method=ActorCritic.critic
+            next_value = cast(
+                Array,
+                parts.network.apply(params, flat(main_obs(next_obs)), method=ActorCritic.critic),
             ).reshape(T, N)
         targets = vtrace(
             jax.lax.stop_gradient(log_prob) - behaviour_log_prob,
@@ -180,6 +181,3 @@ def make_impala(spec: EnvSpec, **overrides: Any) -> Agent:
     if rnn is None:
         return Agent(init=parts.init, act=parts.act, update=update)
     return Agent(init=rnn.init, act=rnn.act, update=update, init_carry=rnn.init_carry)
-
-
-make_impala.Config = IMPALAConfig

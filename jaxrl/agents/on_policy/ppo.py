@@ -99,6 +99,3 @@ def make_ppo(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds a PPO agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     cfg = build_config(PPOConfig, overrides, "agent 'ppo'")
     return make_actor_critic(spec, cfg, ppo_objective(cfg), "ppo")
-
-
-make_ppo.Config = PPOConfig

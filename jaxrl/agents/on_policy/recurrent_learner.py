@@ -16,8 +16,9 @@ reset), so the bootstrap at a truncation sees the episode's own history.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -70,14 +71,16 @@ def recurrent_parts(
         state = parts.init(key)
         obs = jnp.zeros((1, *spec.obs_shape), spec.obs_dtype)
         params = network.init(key, init_carry(1), obs)
-        return state.replace(params=params, opt_state=parts.optimizer.init(params))
+        return dataclasses.replace(state, params=params, opt_state=parts.optimizer.init(params))
 
     def masked(dist: Any, obs: Any) -> Any:
         return D.categorical_mask(dist, action_mask(obs)) if parts.discrete else dist
 
     def act(state: ActorCriticState, obs: Any, carry: Any, key: Array, explore: bool = True):
         obs = parts.norm_obs(state, obs)
-        new_carry, dist, value = network.apply(state.params, carry, main_obs(obs))
+        new_carry, dist, value = cast(
+            tuple[Any, Any, Array], network.apply(state.params, carry, main_obs(obs))
+        )
         action, extras = policy_action(masked(dist, obs), value, key, explore, bounds)
         return action, new_carry, {**extras, "carry": carry}
 
@@ -88,11 +91,14 @@ def recurrent_parts(
         dist, value, carries = unroll(network, params, carry, init_carry(N), main_obs(obs), starts)
         dist = masked(dist, obs)
         dist = jax.tree.map(flat, dist) if parts.discrete else (flat(dist[0]), dist[1][0])
-        next_value = network.apply(
-            params,
-            jax.tree.map(flat, carries),
-            flat(main_obs(next_obs)),
-            method=RecurrentActorCritic.value,
+        next_value = cast(
+            Array,
+            network.apply(
+                params,
+                jax.tree.map(flat, carries),
+                flat(main_obs(next_obs)),
+                method=RecurrentActorCritic.value,
+            ),
         )
         return dist, value, next_value.reshape(T, N)
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, cast
 
 import flax.struct
 import jax
@@ -73,8 +73,8 @@ def actor_priorities(p: Any, state: QLearningState, batch: Transition) -> jax.Ar
     """``[B]`` priorities ``|delta|`` of windows ``batch`` (leaves ``[B, n, ...]``), computed
     as the learner computes them (``q_learning._targets`` and the head's loss) but with the
     actors' parameters and target parameters (``state.actors``)."""
-    actor = state.replace(
-        params=state.actors["params"], target_params=state.actors["target_params"]
+    actor = dataclasses.replace(
+        state, params=state.actors["params"], target_params=state.actors["target_params"]
     )
     target = q_learning._targets(p, actor, actor.params, batch, [None, None])
     ones = jnp.ones(batch.action.shape[:1], jnp.float32)
@@ -134,7 +134,9 @@ class ApexDQNConfig(QLearningConfig, ApexOptions):
 
 def _init(p: Any, key: jax.Array) -> QLearningState:
     state = q_learning._init(p, key)
-    return state.replace(actors={"params": state.params, "target_params": state.target_params})
+    return dataclasses.replace(
+        state, actors={"params": state.params, "target_params": state.target_params}
+    )
 
 
 def _act(p: Any, state: QLearningState, obs, carry, key: jax.Array, explore: bool = True):
@@ -144,7 +146,7 @@ def _act(p: Any, state: QLearningState, obs, carry, key: jax.Array, explore: boo
         return q_learning._act(p, state, obs, carry, key, explore)
     out = q_learning._apply(p, state.actors["params"], obs, None, deterministic=True)
     q = p.head.q_values(out)
-    h = state.hparams
+    h = cast(ApexHparams, state.hparams)  # make_apex_dqn's parts
     k = actor_count(p.cfg, p.spec.num_envs)
     epsilon = env_epsilons(q.shape[0], k, h.actor_epsilon, h.actor_epsilon_alpha)
     return masked_epsilon_greedy(key, q, epsilon, action_mask(obs)), carry, {}
@@ -155,15 +157,17 @@ def _update(p: Any, state: QLearningState, rollout: Transition, key: jax.Array):
     rollout = rollout._replace(extras={})
     num_steps, num_envs = rollout.reward.shape[:2]
     env_steps = num_steps * num_envs
-    state = state.replace(buffer=insert(p, state, rollout), step=state.step + env_steps)
+    state = dataclasses.replace(
+        state, buffer=insert(p, state, rollout), step=state.step + env_steps
+    )
     state, metrics = q_learning.learn_from_replay(p, state, key, env_steps)
     new = {"params": state.params, "target_params": state.target_params}
     rows, period = state.step // num_envs, p.cfg.actor_update_period
     actors = refresh_actors(state.actors, new, rows, num_steps, period)
-    h = state.hparams
+    h = cast(ApexHparams, state.hparams)
     k = actor_count(p.cfg, p.spec.num_envs)
     epsilons = actor_epsilons(k, h.actor_epsilon, h.actor_epsilon_alpha)
-    return state.replace(actors=actors), {**metrics, "epsilon": epsilons.mean()}
+    return dataclasses.replace(state, actors=actors), {**metrics, "epsilon": epsilons.mean()}
 
 
 def apex_dqn_parts(spec: EnvSpec, cfg: ApexDQNConfig, name: str = "apex_dqn") -> Any:
@@ -186,6 +190,3 @@ def make_apex_dqn(spec: EnvSpec, **overrides: Any) -> Agent:
         act=functools.partial(_act, p),
         update=functools.partial(_update, p),
     )
-
-
-make_apex_dqn.Config = ApexDQNConfig

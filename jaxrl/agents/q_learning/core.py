@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import flax.struct
 import jax
@@ -53,6 +53,7 @@ from jaxrl.agents.q_learning.config import (
     QLearningConfig,
 )
 from jaxrl.agents.q_learning.exploration import (
+    ParamNoiseConfig,
     adapt_param_noise,
     current_epsilon,
     scheduled_epsilon,
@@ -75,6 +76,7 @@ from jaxrl.types import (
     Transition,
     action_mask,
     main_obs,
+    num_actions,
     shared_field,
 )
 
@@ -99,7 +101,7 @@ class QLearningState:
 
 def make_network(spec: EnvSpec, cfg: QLearningConfig, head: ValueHead, x: Exploration):
     """The torso ``cfg.torso`` (noisy with ``x.noisy_torso``) and the value head on it."""
-    module = head.network(spec.action_space.n, cfg.dueling, x.noisy, x.sigma0)
+    module = head.network(num_actions(spec), cfg.dueling, x.noisy, x.sigma0)
     torso = make_torso(cfg.torso, spec.obs_shape, cfg.hidden_sizes)
     if x.noisy_torso:
         if not isinstance(torso, MLP):
@@ -128,7 +130,7 @@ def _apply(p: _Parts, params, obs, key, deterministic=False, role="online"):
     picks the sample count of a sampling head (``ValueHead.samples``)."""
     if p.head.samples is not None:
         det = deterministic or not p.explore.noisy
-        kw = {"num_samples": p.head.samples[role]}
+        kw: dict[str, Any] = {"num_samples": p.head.samples[role]}
         return p.network.apply(params, main_obs(obs), det, rngs={"noise": key}, **kw)
     if not p.explore.noisy or deterministic:
         return p.network.apply(params, main_obs(obs), deterministic=True)
@@ -148,7 +150,8 @@ def _split(p: _Parts, key: jax.Array, n: int) -> list:
 def _priority(p: _Parts, state: QLearningState) -> PriorityParams | None:
     if p.prioritization is None:
         return None
-    return PriorityParams(state.hparams.alpha, state.hparams.priority_eps)
+    h = cast(PrioritizedHparams, state.hparams)  # make_parts' hparams with prioritization
+    return PriorityParams(h.alpha, h.priority_eps)
 
 
 def _epsilon(p: _Parts, state: QLearningState, explore: bool) -> jax.Array:
@@ -240,13 +243,14 @@ def _gradient_step(p: _Parts, state: QLearningState, carry, key):
     sample_key, *noise_keys = [key, *_split(p, key, 3)] if stochastic else [key, None, None, None]
     sample = p.buffer.sample(buffer_state if prioritized else state.buffer, sample_key)
     batch = sample.experience
-    aux_metrics = {}
+    aux_metrics: dict[str, jax.Array] = {}
     if p.aux is not None:
         aux_state, batch, aux_metrics = aux_lib.step_windows(p.aux, aux_state, batch, key)
     target = _targets(p, state, params, batch, noise_keys[:2])
-    if prioritized:
+    if p.prioritization is not None:
         decay = p.prioritization.beta_decay_steps
-        beta = linear_schedule(state.hparams.beta_start, 1.0, decay)(state.step)
+        h = cast(PrioritizedHparams, state.hparams)
+        beta = linear_schedule(h.beta_start, 1.0, decay)(state.step)
         weights = importance_weights(sample.probabilities, p.buffer.num_items(buffer_state), beta)
     else:
         weights = jnp.ones(batch.action.shape[:1], jnp.float32)
@@ -295,7 +299,7 @@ def _update(p: _Parts, state: QLearningState, rollout: Transition, key: jax.Arra
     env_steps = rollout.reward.shape[0] * rollout.reward.shape[1]
     buffer = p.buffer.add(state.buffer, rollout, _priority(p, state))
     return learn_from_replay(
-        p, state.replace(buffer=buffer, step=state.step + env_steps), key, env_steps
+        p, dataclasses.replace(state, buffer=buffer, step=state.step + env_steps), key, env_steps
     )
 
 
@@ -310,7 +314,8 @@ def learn_from_replay(p: _Parts, state: QLearningState, key: jax.Array, env_step
     period = p.cfg.target_update_period
     crossed = (state.step // period) > ((state.step - env_steps) // period)
     tau = jnp.where(crossed & learning, state.hparams.tau, 0.0)
-    state = state.replace(
+    state = dataclasses.replace(
+        state,
         params=params,
         opt_state=opt_state,
         buffer=buffer_state if p.prioritization is not None else state.buffer,
@@ -335,17 +340,18 @@ def _adapt_param_noise(p: _Parts, state: QLearningState, key: jax.Array) -> QLea
     q_values = lambda params: p.head.q_values(_apply(p, params, obs, None, deterministic=True))
     epsilon = scheduled_epsilon(p.cfg, state.hparams, state.step, p.spec.num_envs)
     noise = adapt_param_noise(
-        p.cfg, state.param_noise, state.params, q_values, epsilon, p.spec.action_space.n,
+        cast(ParamNoiseConfig, p.cfg), state.param_noise, state.params, q_values, epsilon,
+        num_actions(p.spec),
         probe_key, acting_key,
     )  # fmt: skip
-    return state.replace(param_noise=noise)
+    return dataclasses.replace(state, param_noise=noise)
 
 
 def _encoder(spec: EnvSpec, network: QNetwork) -> aux_lib.Encoder:
     """The torso of ``network`` as CURL's ``Encoder`` (its params: ``["params"]["torso"]``)."""
     return aux_lib.Encoder(
         params=lambda params: {"params": params["params"]["torso"]},
-        apply=lambda enc, obs: network.torso.apply(enc, obs),
+        apply=lambda enc, obs: cast(jax.Array, network.torso.apply(enc, obs)),
         obs_shape=tuple(spec.obs_shape),
         obs_dtype=spec.obs_dtype,
     )

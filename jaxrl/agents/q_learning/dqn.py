@@ -110,6 +110,3 @@ def make_dqn(spec: EnvSpec, **overrides: Any) -> Agent:
     buffer = make_replay(spec, cfg, "dqn", "auto", prioritized=False)
     explore = Exploration(param_noise=cfg.param_noise)
     return make_q_agent(spec, cfg, scalar_head(cfg), buffer, explore, name="dqn")
-
-
-make_dqn.Config = DQNConfig

@@ -20,7 +20,7 @@ otherwise; the exploring network is then perturbed afresh at the new scale.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -33,6 +33,13 @@ from jaxrl.ops.param_noise import (
     perturb_params,
     softmax_kl,
 )
+
+
+class ParamNoiseConfig(Protocol):
+    """A config with parameter-space noise (DQN's): its adaptation factor."""
+
+    @property
+    def param_noise_coefficient(self) -> float: ...
 
 
 def scheduled_epsilon(
@@ -63,7 +70,7 @@ def current_epsilon(
 
 
 def adapt_param_noise(
-    cfg: QLearningConfig,
+    cfg: ParamNoiseConfig,
     noise: dict[str, Any],
     params: Any,
     q_values: Callable[[Any], jax.Array],

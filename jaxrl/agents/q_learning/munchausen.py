@@ -59,6 +59,3 @@ def make_mdqn(spec: EnvSpec, **overrides: Any) -> Agent:
     buffer = make_replay(spec, cfg, "mdqn", "auto", prioritized=False)
     head = munchausen_head(cfg.m_alpha, cfg.m_tau, cfg.l_0, cfg.loss)
     return make_q_agent(spec, cfg, head, buffer, name="mdqn")
-
-
-make_mdqn.Config = MDQNConfig

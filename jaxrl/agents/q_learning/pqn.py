@@ -23,8 +23,9 @@ the MinAtar and Nature CNNs, as in purejaxql's ``pqn_gymnax.py``, ``pqn_minatar.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
+import flax.linen as nn
 import flax.struct
 import jax
 import jax.numpy as jnp
@@ -36,7 +37,16 @@ from jaxrl.buffers.rollout import flatten
 from jaxrl.networks import MLP, QHead, QNetwork, TorsoSpec, make_torso
 from jaxrl.networks.torsos import CNN_TORSOS, cnn_torso, torso_name
 from jaxrl.ops import linear_schedule, masked_epsilon_greedy, q_lambda_returns
-from jaxrl.types import Agent, ConfigError, Discrete, EnvSpec, Transition, action_mask, main_obs
+from jaxrl.types import (
+    Agent,
+    ConfigError,
+    Discrete,
+    EnvSpec,
+    Transition,
+    action_mask,
+    main_obs,
+    num_actions,
+)
 from jaxrl.validation import build_config, option
 
 
@@ -108,13 +118,14 @@ def make_network(spec: EnvSpec, cfg: PQNConfig) -> QNetwork:
     """The torso, with a LayerNorm before every ReLU where ``layer_norm`` (the MLP, the
     MinAtar and Nature CNNs), and a linear Q head, ``[B, A]``."""
     name = torso_name(cfg.torso, spec.obs_shape)
+    torso: nn.Module
     if name == "mlp":
         torso = MLP(cfg.hidden_sizes, obs_ndim=len(spec.obs_shape), layer_norm=cfg.layer_norm)
     elif name in CNN_TORSOS:
         torso = cnn_torso(name, cfg.hidden_sizes, layer_norm=cfg.layer_norm)
     else:
         torso = make_torso(name, spec.obs_shape, cfg.hidden_sizes)
-    return QNetwork(torso=torso, head=QHead(spec.action_space.n))
+    return QNetwork(torso=torso, head=QHead(num_actions(spec)))
 
 
 def make_pqn(spec: EnvSpec, **overrides: Any) -> Agent:
@@ -129,7 +140,7 @@ def make_pqn(spec: EnvSpec, **overrides: Any) -> Agent:
     optimizer = make_optimizer(cfg.adam_eps, cfg)
 
     def q_values(params, obs) -> jax.Array:
-        return network.apply(params, main_obs(obs))
+        return cast(jax.Array, network.apply(params, main_obs(obs)))
 
     def init(key: jax.Array) -> PQNState:
         params = network.init(key, jnp.zeros((1, *spec.obs_shape), spec.obs_dtype))
@@ -177,7 +188,8 @@ def make_pqn(spec: EnvSpec, **overrides: Any) -> Agent:
         (params, opt_state), (loss, q_mean) = run_epochs(
             key, carry, batch, step, epochs, minibatches
         )
-        state = state.replace(
+        state = dataclasses.replace(
+            state,
             params=params,
             opt_state=opt_state,
             step=state.step + T * N,
@@ -188,6 +200,3 @@ def make_pqn(spec: EnvSpec, **overrides: Any) -> Agent:
         return state, metrics
 
     return Agent(init=init, act=act, update=update)
-
-
-make_pqn.Config = PQNConfig

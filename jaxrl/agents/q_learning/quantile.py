@@ -100,7 +100,3 @@ def make_iqn(spec: EnvSpec, **overrides: Any) -> Agent:
         cfg.embedding_dim,
     )
     return make_q_agent(spec, cfg, head, buffer, name="iqn")
-
-
-make_qrdqn.Config = QRDQNConfig
-make_iqn.Config = IQNConfig

@@ -139,6 +139,3 @@ def make_agent(spec: EnvSpec, cfg: RainbowConfig, name: str = "rainbow") -> Agen
 def make_rainbow(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds a Rainbow agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     return make_agent(spec, build_config(RainbowConfig, overrides, "agent 'rainbow'"))
-
-
-make_rainbow.Config = RainbowConfig

@@ -137,9 +137,6 @@ def make_tabular_q(spec: EnvSpec, **overrides: Any) -> Agent:
         q = q_update(state.q, s, *args, h["alpha"], h["gamma"])
         step = state.step + rollout.reward.size
         metrics = {"q_mean": q.mean(), "epsilon": epsilon(state, True)}
-        return state.replace(q=q, step=step), metrics
+        return dataclasses.replace(state, q=q, step=step), metrics
 
     return Agent(init=init, act=act, update=update)
-
-
-make_tabular_q.Config = TabularQConfig

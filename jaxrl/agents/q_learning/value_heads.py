@@ -39,7 +39,7 @@ Farebrother et al. 2024) and ``munchausen_head`` (M-DQN; Vieillard et al. 2020).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import flax.linen as nn
 import jax
@@ -71,15 +71,55 @@ from jaxrl.types import masked_argmax
 Array = jax.Array
 
 
+HeadOutput = Any  # the head's output: an array [B, A, ...], or a dict of them (IQN)
+Target = Any  # what ``target`` returns and ``loss`` takes: [B] or [B, ...]
+
+
+class NetworkFn(Protocol):
+    """``network(num_actions, dueling, noisy, sigma0) -> module``."""
+
+    def __call__(
+        self, num_actions: int, dueling: bool, noisy: bool, sigma0: float, /
+    ) -> nn.Module: ...
+
+
+class TargetFn(Protocol):
+    """``target(next_target, next_select, mask, reward_sum, discount) -> target``."""
+
+    def __call__(
+        self,
+        next_target: HeadOutput,
+        next_select: Array | None,
+        mask: Array | None,
+        reward_sum: Array,
+        discount: Array,
+        /,
+    ) -> Target: ...
+
+
+class LossFn(Protocol):
+    """``loss(online_taken, target) -> (losses [B], priorities [B])``."""
+
+    def __call__(self, online: HeadOutput, target: Target, /) -> tuple[Array, Array]: ...
+
+
+class BonusFn(Protocol):
+    """``bonus(current_target, action [B], mask [B, A] or None) -> [B]``."""
+
+    def __call__(
+        self, current_target: HeadOutput, action: Array, mask: Array | None, /
+    ) -> Array: ...
+
+
 class ValueHead(NamedTuple):
     """A value head's parts (see the module docstring)."""
 
-    network: Callable[[int, bool, bool, float], nn.Module]
-    q_values: Callable[[Array], Array]
-    target: Callable[[Array, Array | None, Array | None, Array, Array], Any]
-    loss: Callable[[Array, Any], tuple[Array, Array]]
+    network: NetworkFn
+    q_values: Callable[[HeadOutput], Array]
+    target: TargetFn
+    loss: LossFn
     samples: Mapping[str, int] | None = None
-    bonus: Callable[[Any, Array, Array | None], Array] | None = None
+    bonus: BonusFn | None = None
 
 
 def select_value(values: Array, selector: Array, mask: Array | None) -> Array:
@@ -144,7 +184,7 @@ def _select_distribution(next_target: Array, next_select, mask, q_values) -> Arr
     return jnp.take_along_axis(next_target, action[:, None, None], axis=1)[:, 0]
 
 
-def _matrix_head(size: int) -> Callable[[int, bool, bool, float], nn.Module]:
+def _matrix_head(size: int) -> NetworkFn:
     """A head of ``size`` outputs per action ``[B, A, size]`` (dueling on the outputs)."""
 
     def network(num_actions: int, dueling: bool, noisy: bool, sigma0: float) -> nn.Module:

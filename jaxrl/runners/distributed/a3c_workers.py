@@ -6,9 +6,9 @@ machinery (``runners/distributed/sebulba.py``: its actors, parameter store and c
 the ``workers`` threads owns ``env.spec.num_envs`` envs of a JAX-native ``env`` and a
 PRNG key, and repeats: read the newest shared agent state (version ``v``), collect a
 rollout ``[rollout_len, num_envs]`` with it (``scan.make_rollout``), compute the gradient
-of the loss on it (``agent.update.gradient``, ``agents/on_policy/a3c.py``), and apply that
-gradient to the shared state *as it is then* (version ``v' >= v``: other workers may have
-applied theirs meanwhile) through the shared optimizer state (``agent.update.apply``),
+of the loss on it (``agent.split_update.gradient``, ``agents/on_policy/a3c.py``), and apply
+that gradient to the shared state *as it is then* (version ``v' >= v``: other workers may
+have applied theirs meanwhile) through the shared optimizer state (its ``apply``),
 publishing version ``v' + 1``. The rollouts and gradients of the workers run at once
 (XLA releases the GIL); only the application is one at a time (a lock around a pure
 function of the newest state, where the paper's Hogwild writes race: JAX's arrays are
@@ -55,14 +55,12 @@ from jaxrl.runners.distributed.sebulba import (
     make_init,
 )
 from jaxrl.runners.scan import make_evaluate, make_rollout
-from jaxrl.types import Agent, ConfigError
+from jaxrl.types import Agent, ConfigError, SplitUpdate
 
 
-def asynchronous_parts(agent: Agent) -> tuple[Any, Any] | None:
-    """``(gradient, apply)`` of an agent whose update can be taken apart (A3C), else None."""
-    gradient = getattr(agent.update, "gradient", None)
-    apply = getattr(agent.update, "apply", None)
-    return None if gradient is None or apply is None else (gradient, apply)
+def asynchronous_parts(agent: Agent) -> SplitUpdate[Any, Any] | None:
+    """``(gradient, apply)`` of an agent whose update splits in two (A3C), else None."""
+    return agent.split_update
 
 
 class Leash:
@@ -98,7 +96,10 @@ def make_a3c_runner(
     is at most ``(workers - 1) * (max_lead + 1)`` versions stale."""
     parts = asynchronous_parts(agent)
     if parts is None:
-        raise ConfigError("asynchronous workers need an agent with update.gradient/apply (a3c)")
+        raise ConfigError(
+            "asynchronous workers need an agent whose update splits into gradient and apply "
+            "(Agent.split_update: a3c)"
+        )
     if workers < 1 or max_lead < 0:
         raise ConfigError(f"A3C needs >= 1 workers and a lead >= 0, got {workers}, {max_lead}")
     if not env.state_is_portable:
@@ -107,7 +108,7 @@ def make_a3c_runner(
     iterations = layout.iterations_per_chunk
     collect = jax.jit(make_rollout(agent, env, config.rollout_len))
     evaluate = jax.jit(make_evaluate(agent, eval_env or env))
-    gradient, apply = jax.jit(parts[0]), jax.jit(parts[1])
+    gradient, apply = jax.jit(parts.gradient), jax.jit(parts.apply)
     init = make_init(agent, env, workers)
     leash = Leash(workers, max_lead)
 

@@ -72,7 +72,9 @@ def test_the_update_is_its_gradient_applied():
     )
     key = jax.random.PRNGKey(3)
     whole, _ = jax.jit(agent.update)(state, rollout, key)
-    parts = jax.jit(lambda s: agent.update.apply(s, agent.update.gradient(s, rollout, key)))
+    split = agent.split_update
+    assert split is not None
+    parts = jax.jit(lambda s: split.apply(s, split.gradient(s, rollout, key)))
     jax.tree.map(np.testing.assert_array_equal, whole, parts(state))
-    with pytest.raises(ConfigError, match="update.gradient/apply"):
+    with pytest.raises(ConfigError, match="update splits into gradient and apply"):
         make_a3c_runner(agents.make("a2c", env.spec), env, CONFIG)
