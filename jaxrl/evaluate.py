@@ -23,7 +23,7 @@ import contextlib
 import sys
 import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from jaxrl import trust
 from jaxrl.experiment.guards import NONFINITE_EXIT, NonFinite
@@ -138,7 +138,7 @@ def record(agent, agent_state, config: Experiment, key, path: str) -> int:
     try:
         with warnings.catch_warnings():  # imageio-ffmpeg forks ffmpeg; JAX warns about fork
             warnings.simplefilter("ignore", RuntimeWarning)
-            imageio.mimwrite(path, frames, fps=fps)
+            imageio.mimwrite(path, cast(Any, frames), fps=fps)
     except (ValueError, RuntimeError, OSError) as e:
         raise ConfigError(f"--video: cannot write '{path}': {e}".splitlines()[0]) from None
     return len(frames)

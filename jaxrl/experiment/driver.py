@@ -33,7 +33,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jax
 import numpy as np
@@ -184,7 +184,8 @@ class _Driver:
             setup.launch.watchdog, run_dir / "watchdog-stacks.txt", f"; {_resume_hint(run_dir)}"
         )
         self.bar = report.ProgressBar(console, self.layout.total_steps, self.position.steps)
-        self.log = recorders.MetricsLog(self.writer, self.position, batched, histograms)
+        writer = cast(MetricsWriter, self.writer)  # _Silent on other processes of a job
+        self.log = recorders.MetricsLog(writer, self.position, batched, histograms)
         self.checkpointer = recorders.Checkpointer(
             self.saver,
             setup.launch.checkpoint_every,
@@ -255,7 +256,8 @@ class _Driver:
             pos.best = eval_mean if math.isnan(pos.best) else max(pos.best, eval_mean)
         pos.stopped_by = self.callbacks.chunk(self.event(state, rows))
         stop = self.setup.run_config.stop_return
-        pos.first_solve_steps = report.first_solves(rows, stop, pos.first_solve_steps)
+        solves = cast(list[int | None], pos.first_solve_steps)  # set in __init__
+        pos.first_solve_steps = report.first_solves(rows, stop, solves)
         if not self.setup.launch.batched and stop is not None and eval_mean >= stop:
             pos.first_solved, pos.stopped_at = self.now(), (pos.steps, eval_mean)
             return state, True
@@ -289,7 +291,7 @@ def _histograms(setup: Setup) -> Any:
 
     def collect(agent_state: Any, key: jax.Array) -> dict[str, Any]:
         out = {}
-        for policy, c in zip(setup.policies(agent_state), collectors, strict=True):
+        for policy, c in zip(setup.policies(agent_state), cast(list[Any], collectors), strict=True):
             prefix = f"{policy.label}/" if policy.label else ""
             out.update({prefix + k: v for k, v in c(policy.state, key).items()})
         return out
@@ -354,7 +356,7 @@ def _summary(driver: _Driver, compile_time: float, finals: np.ndarray) -> report
         final_eval_returns=[float(f) for f in finals],
         final_eval_episodes=rounds(run_cfg.eval_episodes) * run_cfg.eval_episodes,
         target=run_cfg.stop_return,
-        first_solve_steps=pos.first_solve_steps,
+        first_solve_steps=cast(list[int | None], pos.first_solve_steps),
         stopped_at_step=pos.stopped_at[0] if pos.stopped_at else None,
         stopped_at_return=pos.stopped_at[1] if pos.stopped_at else None,
         stopped_by=pos.stopped_by,

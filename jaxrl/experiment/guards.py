@@ -37,7 +37,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -212,7 +212,7 @@ class StopSignals:
         pass  # the watcher thread, woken by the wakeup fd, does the work at once
 
     def _watch(self) -> None:
-        read = self._pipe[0]
+        read = cast(tuple[int, int], self._pipe)[0]
         while True:
             try:
                 data = os.read(read, 64)
@@ -243,7 +243,8 @@ class StopSignals:
         for signum, previous in self._previous.items():
             signal.signal(signum, previous)
         os.close(self._pipe[1])
-        self._thread.join(timeout=1.0)
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
         os.close(self._pipe[0])
         self._pipe = None
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+from typing import Any, cast
 
 from jaxrl import agents, envs
 from jaxrl.validation import declared_range
@@ -43,7 +43,8 @@ def agent_help(name: str) -> str:
         return "\n".join([*lines, "  (this agent takes no options)"])
     docs = option_docs(entry.config)
     for f in dataclasses.fields(entry.config):
-        default: Any = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        factory = cast(Any, f.default_factory)
+        default: Any = f.default if f.default is not dataclasses.MISSING else factory()
         default = list(default) if isinstance(default, tuple) else default
         spec = declared_range(entry.config, f.name)
         where = spec.describe() if spec is not None else ""

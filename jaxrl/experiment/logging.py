@@ -22,7 +22,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -96,7 +96,7 @@ class _Wandb:
             dir=str(run_dir),
             project=os.environ.get("WANDB_PROJECT", "jaxrl"),
             entity=os.environ.get("WANDB_ENTITY"),
-            mode=os.environ.get("WANDB_MODE", "online"),
+            mode=cast(Any, os.environ.get("WANDB_MODE", "online")),  # wandb checks it
             name=run_dir.name,
             id=_wandb_id(run_dir.name),
             resume="allow",

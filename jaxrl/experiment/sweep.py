@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -91,9 +91,12 @@ def member_hparams(hparams: Any, points: Sequence[Mapping[str, float]], seeds: i
         column = [point.get(name, None) for point in points for _ in range(seeds)]
         return jnp.stack([value if v is None else jnp.asarray(v, value.dtype) for v in column])
 
-    if dataclasses.is_dataclass(hparams):
-        return hparams.replace(
-            **{f.name: stack(f.name, getattr(hparams, f.name)) for f in dataclasses.fields(hparams)}
+    if dataclasses.is_dataclass(hparams) and not isinstance(hparams, type):
+        return dataclasses.replace(
+            hparams,
+            **{
+                f.name: stack(f.name, getattr(hparams, f.name)) for f in dataclasses.fields(hparams)
+            },
         )
     return {name: stack(name, value) for name, value in hparams.items()}
 
@@ -131,7 +134,7 @@ def available_memory() -> int | None:
     devices = jax.local_devices()
     limits = [(d.memory_stats() or {}).get("bytes_limit") for d in devices]
     if devices[0].platform != "cpu" and all(limits):
-        return int(sum(limits))
+        return int(sum(cast(list[int], limits)))
     return _host_memory()
 
 

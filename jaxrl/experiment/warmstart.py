@@ -160,7 +160,8 @@ def merge(source: Source, agent_state: Any, parts: Sequence[str], members: int) 
     found = {part_of(p) for p, _ in wanted}
     for part in parts:
         if part not in found:
-            have = sorted({part_of(p) for p, _ in _leaves(agent_state)} - {None}, key=PARTS.index)
+            named = {part_of(p) for p, _ in _leaves(agent_state)}
+            have = sorted((n for n in named if n is not None), key=PARTS.index)
             raise ConfigError(
                 f"--init-parts {part}: agent '{source.agent}' has no {part} state; its "
                 f"parts: {', '.join(have)}"
@@ -175,7 +176,8 @@ def merge(source: Source, agent_state: Any, parts: Sequence[str], members: int) 
             )
         replaced[key] = _fit(source, src[key][1], new, key, members)
     leaves, treedef = jax.tree_util.tree_flatten_with_path(agent_state)
-    return treedef.unflatten([replaced.get(jax.tree_util.keystr(p), v) for p, v in leaves])
+    new_leaves = [replaced.get(jax.tree_util.keystr(p), v) for p, v in leaves]
+    return jax.tree_util.tree_unflatten(treedef, new_leaves)
 
 
 def _leaves(tree: Any) -> list[tuple[tuple, Any]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import flax.struct
 import jax
@@ -143,7 +143,8 @@ def learner_saved_shape(agent: Agent) -> Callable[..., LearnerCheckpoint]:
     def saved_shape(key: jax.Array, hparams: Any = None) -> LearnerCheckpoint:
         agent_state = jax.eval_shape(agent.init, key)
         chunk = jax.ShapeDtypeStruct((), jnp.int32)
-        return LearnerCheckpoint(agent_state, jax.eval_shape(lambda k: k, key), chunk)
+        key_shape = jax.eval_shape(lambda k: k, key)
+        return LearnerCheckpoint(agent_state, cast(Any, key_shape), cast(Any, chunk))
 
     return saved_shape
 

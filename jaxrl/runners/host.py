@@ -180,10 +180,10 @@ def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = 
                 stats["episode_return_sum"][i] += ts.info["episode_return"][done].sum()
                 stats["episode_length_sum"][i] += ts.info["episode_length"][done].sum()
                 obs = ts.obs
+            stacked = (jax.tree.map(lambda *x: np.stack(x), *f) for f in zip(*steps, strict=True))
             rollout = Transition(
-                *(jax.tree.map(lambda *x: np.stack(x), *f) for f in zip(*steps, strict=True)),
-                extras=jax.tree.map(lambda *x: np.stack(x), *step_extras),
-            )
+                *stacked, extras=jax.tree.map(lambda *x: np.stack(x), *step_extras)
+            )  # type: ignore[misc]  # steps hold the six fields before extras
             agent_state, metrics, key = compiled["update"](agent_state, rollout, key)
             agent_metrics.append(metrics)
         chunk = state.chunk + 1

@@ -23,6 +23,7 @@ experience until ``learning_starts`` env steps have been seen (see ``agents/q_le
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -160,8 +161,8 @@ def make_runner(agent: Agent, env: Env, config: RunConfig, eval_env: Env | None 
         agent_state, agent_metrics = agent.update(state.agent_state, transitions, update_key)
         metrics = {k: v.sum() for k, v in stats.items()}
         metrics.update({k: jnp.asarray(v, jnp.float32) for k, v in agent_metrics.items()})
-        state = state.replace(
-            agent_state=agent_state, env_state=env_state, obs=obs, carry=carry, key=key
+        state = dataclasses.replace(
+            state, agent_state=agent_state, env_state=env_state, obs=obs, carry=carry, key=key
         )
         return state, metrics
 
@@ -179,7 +180,7 @@ def make_runner(agent: Agent, env: Env, config: RunConfig, eval_env: Env | None 
         metrics["eval_return"] = (
             jnp.full((iterations_per_chunk,), jnp.nan, jnp.float32).at[-1].set(eval_return)
         )
-        return state.replace(key=key, chunk=chunk), metrics
+        return dataclasses.replace(state, key=key, chunk=chunk), metrics
 
     return Runner(
         init=init,

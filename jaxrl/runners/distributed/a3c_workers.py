@@ -69,7 +69,7 @@ class Leash:
     than the slowest unfinished worker (``begin`` blocks until then)."""
 
     def __init__(self, workers: int, max_lead: int):
-        self.counts = [0] * workers
+        self.counts: list[float] = [0] * workers  # inf once a worker has finished
         self.max_lead = max_lead
         self._cond = threading.Condition()
 

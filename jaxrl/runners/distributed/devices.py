@@ -88,7 +88,7 @@ def env_shardings(mesh: Mesh, state: RunnerState, num_envs: int) -> RunnerState:
     replicated = NamedSharding(mesh, PartitionSpec())
 
     def per_env(leaf: Any) -> NamedSharding:
-        shape = getattr(leaf, "shape", ())
+        shape: tuple[int, ...] = getattr(leaf, "shape", ())
         return split if len(shape) >= 1 and shape[0] == num_envs else replicated
 
     every = jax.tree.map(lambda _: replicated, state)

@@ -185,7 +185,8 @@ def make_sebulba_runner(
             out(a).put(e)
 
     def run_chunk(state: SebulbaState) -> tuple[SebulbaState, dict[str, Any]]:
-        queues = [queue.Queue(queue_size) for _ in range(actor_threads if synchronous else 1)]
+        count = actor_threads if synchronous else 1
+        queues: list[queue.Queue[Any]] = [queue.Queue(queue_size) for _ in range(count)]
         out = (lambda a: queues[a]) if synchronous else (lambda a: queues[0])
         store = ParameterStore(state.agent_state, state.version)
         first = state.chunk * iterations

@@ -29,6 +29,7 @@ import dataclasses
 import os
 import socket
 import time
+from collections.abc import Mapping
 
 import jax
 import numpy as np
@@ -73,18 +74,18 @@ class Topology:
             return "", 0
 
     @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> Topology | None:
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Topology | None:
         """The topology ``python -m jaxrl.launch`` gave this process, or None when
         ``JAXRL_NUM_PROCESSES`` is unset."""
-        environ = os.environ if environ is None else environ
-        if "JAXRL_NUM_PROCESSES" not in environ:
+        env: Mapping[str, str] = os.environ if environ is None else environ
+        if "JAXRL_NUM_PROCESSES" not in env:
             return None
         try:
             return cls(
-                environ.get("JAXRL_COORDINATOR", ""),
-                int(environ["JAXRL_NUM_PROCESSES"]),
-                int(environ.get("JAXRL_PROCESS_ID", "-1")),
-                float(environ.get("JAXRL_INIT_TIMEOUT", DEFAULT_TIMEOUT)),
+                env.get("JAXRL_COORDINATOR", ""),
+                int(env["JAXRL_NUM_PROCESSES"]),
+                int(env.get("JAXRL_PROCESS_ID", "-1")),
+                float(env.get("JAXRL_INIT_TIMEOUT", DEFAULT_TIMEOUT)),
             )
         except ValueError as e:
             raise ConfigError(f"bad {'/'.join(ENV_VARS)} environment variables: {e}") from None

@@ -26,6 +26,7 @@ of one player over the other changes by at most one per game, as a random walk).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -101,7 +102,8 @@ def _empty(env: Env, agents: Sequence[Agent], states: Any, obs: Any, player: jax
         for a, s in zip(agents, states, strict=True)
     ]
     action, _, extras = shapes[0]
-    if any(jax.tree.structure(s[::2]) != jax.tree.structure((action, extras)) for s in shapes):
+    expected: Any = jax.tree.structure((action, extras))
+    if any(jax.tree.structure(s[::2]) != expected for s in shapes):
         raise ConfigError("independent agents must return the same act outputs (dqn, rainbow)")
     pending, one = empty_pending(obs, action, extras, N, P)
     queue = Queue(jax.tree.map(zeros_of((N, QUEUE)), one), jnp.zeros((N,), jnp.int32))
@@ -152,7 +154,7 @@ def _make_round(agents: tuple[Agent, ...], env: Env):
             )
             last[due] = out
         seats = Seats(ts.info["current_player"], pending, tuple(queues), tuple(last))
-        state = state.replace(env_state=env_state, obs=ts.obs, carry=seats)
+        state = dataclasses.replace(state, env_state=env_state, obs=ts.obs, carry=seats)
         stats = {**game_stats(done, ts.info, underflow), "drops": jnp.stack(drops)}
         return state, (out, stats)
 
@@ -226,7 +228,7 @@ def make_multi_agent_runner(
             s, m = a.update(state.agent_state[p], rollouts[p], k)
             states.append(s)
             metrics.update({f"a{p}_{n}": jnp.asarray(v, jnp.float32) for n, v in m.items()})
-        return state.replace(agent_state=tuple(states), key=key), metrics
+        return dataclasses.replace(state, agent_state=tuple(states), key=key), metrics
 
     def evaluate_all(agent_states: Any, key: PRNGKey) -> dict[str, jax.Array]:
         rates, randoms = {}, []

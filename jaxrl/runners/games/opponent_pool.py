@@ -39,6 +39,7 @@ branch.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import flax.struct
@@ -128,7 +129,9 @@ def snapshot(layout: PoolLayout, pool: Pool, params: Any) -> Pool:
     def write(ring: Any) -> Any:
         return jax.tree.map(lambda r, p: r.at[slot].set(p), ring, params)
 
-    return pool.replace(params=jax.lax.cond(due, write, lambda ring: ring, pool.params))
+    return dataclasses.replace(
+        pool, params=jax.lax.cond(due, write, lambda ring: ring, pool.params)
+    )
 
 
 def snapshot_params(layout: PoolLayout, pool: Pool, params: Any) -> Any:

@@ -45,7 +45,8 @@ rates; a cooperative game (Hanabi) is scored in self-play, the greedy agent in e
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import dataclasses
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -72,7 +73,7 @@ class Queue(NamedTuple):
     ``[N, Q, ...]``, oldest first) and how many there are (``[N]`` int32)."""
 
     items: Transition
-    count: jax.Array
+    count: jax.Array  # type: ignore[assignment]  # a field named as tuple.count, saved so
 
 
 class Stitch(NamedTuple):
@@ -344,7 +345,7 @@ def make_self_play_runner(
             initial_agent_carry,
         )
         carry = Stitch(agent_carry, ts.info["current_player"], pending, queue, carry.pool)
-        state = state.replace(env_state=env_state, obs=ts.obs, carry=carry)
+        state = dataclasses.replace(state, env_state=env_state, obs=ts.obs, carry=carry)
         return state, (out, game_stats(done, ts.info, underflow))
 
     def init(key: PRNGKey, hparams: Any = None) -> RunnerState:
@@ -355,7 +356,7 @@ def make_self_play_runner(
         env_state, ts = env.reset(env_key)
         carry = _empty(env, agent, agent_state, ts.obs, ts.info["current_player"])
         if config.opponent_pool:
-            carry = carry._replace(pool=opponent_pool.init(pool, agent_state.params))
+            carry = carry._replace(pool=opponent_pool.init(cast(Any, pool), agent_state.params))
         state = RunnerState(agent_state, env_state, ts.obs, carry, key, jnp.zeros((), jnp.int32))
         # P warm-up moves fill the queues (module docstring); nothing is learned from them.
         state, _ = jax.lax.scan(
@@ -368,16 +369,17 @@ def make_self_play_runner(
         keys = jax.random.split(rollout_key, config.rollout_len)
         opponent_params = None
         if config.opponent_pool:
-            ring = opponent_pool.snapshot(pool, state.carry.pool, state.agent_state.params)
-            opponent_params = opponent_pool.snapshot_params(pool, ring, state.agent_state.params)
-            state = state.replace(carry=state.carry._replace(pool=ring))
+            layout = cast(opponent_pool.PoolLayout, pool)  # set with config.opponent_pool
+            ring = opponent_pool.snapshot(layout, state.carry.pool, state.agent_state.params)
+            opponent_params = opponent_pool.snapshot_params(layout, ring, state.agent_state.params)
+            state = dataclasses.replace(state, carry=state.carry._replace(pool=ring))
         state, (rollout, stats) = jax.lax.scan(
             lambda s, k: env_step(s, k, True, opponent_params), state, keys
         )
         agent_state, agent_metrics = agent.update(state.agent_state, rollout, update_key)
         if config.opponent_pool:
-            ring = state.carry.pool.replace(iterations=state.carry.pool.iterations + 1)
-            state = state.replace(carry=state.carry._replace(pool=ring))
+            ring = state.carry.dataclasses.replace(pool, iterations=state.carry.pool.iterations + 1)
+            state = dataclasses.replace(state, carry=state.carry._replace(pool=ring))
         stats = {k: v.sum(axis=0) for k, v in stats.items()}
         games = stats["episodes"]
         metrics = {k: stats[k] for k in ("episodes", "episode_return_sum", "episode_length_sum")}
@@ -386,7 +388,7 @@ def make_self_play_runner(
             mean = stats["player_return_sum"][p] / jnp.maximum(games, 1)
             metrics[f"player{p}_return"] = jnp.where(games > 0, mean, jnp.nan)
         metrics.update({k: jnp.asarray(v, jnp.float32) for k, v in agent_metrics.items()})
-        return state.replace(agent_state=agent_state, key=key), metrics
+        return dataclasses.replace(state, agent_state=agent_state, key=key), metrics
 
     def evaluate_all(agent_state: Any, key: PRNGKey) -> dict[str, jax.Array]:
         rates = {}
@@ -429,7 +431,7 @@ def game_runner(
         metrics["step"] = layout.iteration_steps(chunk)
         last = jnp.full((layout.iterations_per_chunk,), jnp.nan, jnp.float32)
         metrics.update({k: last.at[-1].set(v) for k, v in rates.items()})
-        return state.replace(key=key, chunk=chunk), metrics
+        return dataclasses.replace(state, key=key, chunk=chunk), metrics
 
     return Runner(
         init=init,
