@@ -135,6 +135,15 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+@pytest.fixture(scope="module")
+def trained_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The run directory of ``python -m jaxrl.train`` with the requesting module's
+    ``TRAINED_RUN`` flags: trained once per module, for its tests to read."""
+    from tests.helpers import train_run  # imports JAX: after the settings above
+
+    return train_run(tmp_path_factory.mktemp("runs"), *request.module.TRAINED_RUN)
+
+
 # A module's default_codegen tests, run together in one child: node id -> whether the test
 # passed there, and the child's output.
 _CHILD_RESULTS: dict[str, tuple[bool, str]] = {}
