@@ -64,7 +64,7 @@ os.environ["XLA_FLAGS"] = _flags.strip()
 HEAVY_MODULES = {
     "experiment/test_agent_env_matrix.py": 132,
     "test_notebooks.py": 65,
-    "test_self_play_cli.py": 60,
+    "runners/games/test_self_play_cli.py": 60,
     "test_docs.py": 40,
     "experiment/test_sweep.py": 53,
     "experiment/test_agent_env_matrix_pixels.py": 45,
