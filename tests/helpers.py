@@ -1,15 +1,26 @@
 """Plain helpers shared by the test modules (fixtures live in the ``conftest.py`` files):
-the tiny command-line run most CLI tests train, a CLI mistake's one line, the run
-directories a run makes, and TensorBoard event files read back. The device tests' fresh
+the tiny command-line run most CLI tests train and the tiny agents the runner tests
+build, a CLI mistake's one line, the run directories a run makes, TensorBoard event files
+read back, random transitions and an agent's real rollout, a replay buffer with its
+priority parameters bound, and an agent's refused options. The device tests' fresh
 interpreters import it too: it imports pytest only where it is used."""
 
 from __future__ import annotations
 
+import functools
 import shlex
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl import agents
+from jaxrl.buffers.base import PriorityParams
+from jaxrl.types import ConfigError, EnvSpec, Transition
 
 if TYPE_CHECKING:
     import pytest
@@ -22,6 +33,18 @@ TINY_RUN = (
     " --agent.learning_starts 64 --run.rollout_len 4 --run.log_every 256"
     " --run.eval_every 256 --run.eval_episodes 2 --run.stop_return null"
 )
+
+# The tiny DQN the runner tests build with ``agents.make``.
+TINY_DQN = {
+    "hidden_sizes": (8,), "batch_size": 8, "buffer_size": 256,
+    "learning_starts": 64, "target_update_period": 64, "epsilon_decay_steps": 200,
+}  # fmt: skip
+
+# A tiny conv encoder and batch for an off-policy agent on 8x8 frames.
+TINY_CONV = {
+    "torso": {"channels": [4], "kernel_sizes": [3], "strides": [2]},
+    "feature_dim": 6, "hidden_sizes": (8,), "batch_size": 4,
+}  # fmt: skip
 
 
 def _flags(text: str) -> dict[str, str | None]:
@@ -88,3 +111,67 @@ def tensorboard_values(run_dir: Path) -> Iterator[tuple[int, Any]]:
             offset += 12 + length + 4
             for value in event.summary.value:
                 yield event.step, value
+
+
+def random_transitions(
+    rng: np.random.Generator,
+    shape: tuple[int, int],
+    obs_shape: tuple[int, ...],
+    draw_action: Callable[[np.random.Generator, tuple[int, int]], Any],
+    ends: bool = True,
+) -> Transition:
+    """``shape`` (``[T, N]``) transitions of normal observations and rewards and the
+    actions ``draw_action(rng, shape)``; with ``ends``, about 15% of the steps end an
+    episode, half of them by termination, half by truncation."""
+    ended = rng.random(shape) < 0.15 if ends else np.zeros(shape, bool)
+    coin = rng.random(shape) < 0.5
+    return Transition(
+        obs=jnp.asarray(rng.normal(size=(*shape, *obs_shape)), jnp.float32),
+        action=draw_action(rng, shape),
+        reward=jnp.asarray(rng.normal(size=shape), jnp.float32),
+        next_obs=jnp.asarray(rng.normal(size=(*shape, *obs_shape)), jnp.float32),
+        terminated=jnp.asarray(ended & coin),
+        truncated=jnp.asarray(ended & ~coin),
+        extras={},
+    )
+
+
+def collect_rollout(agent, state, env, key, T=8):
+    """A real rollout ``[T, N]`` collected with ``agent.act`` (one jitted scan)."""
+
+    @jax.jit
+    def collect(state, key):
+        env_state, ts = env.reset(key)
+
+        def step(carry, k):
+            env_state, obs = carry
+            k1, k2 = jax.random.split(k)
+            action, _, extras = agent.act(state, obs, (), k1, True)
+            env_state, ts = env.step(env_state, action, k2)
+            tr = Transition(
+                obs, action, ts.reward, ts.info["final_obs"], ts.terminated, ts.truncated, extras
+            )
+            return (env_state, ts.obs), tr
+
+        return jax.lax.scan(step, (env_state, ts.obs), jax.random.split(key, T))[1]
+
+    return collect(state, key)
+
+
+def bind_priority(buffer, alpha: float = 0.6, eps: float = 1e-6):
+    """``buffer`` with ``PriorityParams(alpha, eps)`` bound into ``add`` and
+    ``update_priorities`` (an agent passes its hparams instead)."""
+    p = PriorityParams(jnp.float32(alpha), jnp.float32(eps))
+    return buffer._replace(
+        add=functools.partial(buffer.add, priority=p),
+        update_priorities=functools.partial(buffer.update_priorities, priority=p),
+    )
+
+
+def assert_refused(agent: str, spec: EnvSpec, pattern: str, **options: Any) -> None:
+    """``agents.make(agent, spec, **options)`` raises a ``ConfigError`` matching
+    ``pattern``."""
+    import pytest
+
+    with pytest.raises(ConfigError, match=pattern):
+        agents.make(agent, spec, **options)
