@@ -64,7 +64,7 @@ os.environ["XLA_FLAGS"] = _flags.strip()
 HEAVY_MODULES = {
     "experiment/test_agent_env_matrix.py": 132,
     "test_notebooks.py": 65,
-    "test_self_play_cli.py": 60,
+    "runners/games/test_self_play_cli.py": 60,
     "test_docs.py": 40,
     "experiment/test_sweep.py": 53,
     "experiment/test_agent_env_matrix_pixels.py": 45,
@@ -133,6 +133,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "default_codegen: runs in a child pytest compiled with XLA:CPU's default fusion "
         "emitters (its claim is about the last bits of differently fused programs)",
     )
+
+
+@pytest.fixture(scope="module")
+def trained_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The run directory of ``python -m jaxrl.train`` with the requesting module's
+    ``TRAINED_RUN`` flags: trained once per module, for its tests to read."""
+    from tests.helpers import train_run  # imports JAX: after the settings above
+
+    return train_run(tmp_path_factory.mktemp("runs"), *request.module.TRAINED_RUN)
 
 
 # A module's default_codegen tests, run together in one child: node id -> whether the test

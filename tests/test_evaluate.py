@@ -12,29 +12,15 @@ from jaxrl.envs.render import HEIGHT, WIDTH, render, renderable
 from jaxrl.evaluate import main as evaluate
 from jaxrl.experiment.checkpoint import checkpoint_steps
 from jaxrl.runners import make_evaluate
-from jaxrl.train import main as train
+from tests.helpers import one_line_error, tiny_run
 
-TINY = [
-    "--agent", "dqn", "--env", "CartPole", "--num-envs", "4", "--steps", "1024",
-    "--agent.hidden_sizes", "[16]",
-    "--agent.batch_size", "16",
-    "--agent.learning_starts", "128",
-    "--agent.epsilon_decay_steps", "512",
-    "--agent.updates_per_rollout", "4",
-    "--run.rollout_len", "8",
-    "--run.log_every", "512",
-    "--run.eval_every", "0",
-    "--run.eval_episodes", "2",
-    "--run.stop_return", "null",
-]  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    logdir = tmp_path_factory.mktemp("runs")
-    assert train([*TINY, "--logdir", str(logdir)]) == 0
-    (run,) = logdir.iterdir()
-    return run
+# The run the tests evaluate (the ``trained_run`` fixture): the tiny DQN, wider, 1024 steps,
+# no evaluation while it trains.
+TRAINED_RUN = tiny_run(
+    "--steps 1024 --agent.hidden_sizes [16] --agent.batch_size 16 --agent.learning_starts 128"
+    " --agent.epsilon_decay_steps 512 --agent.updates_per_rollout 4 --run.rollout_len 8"
+    " --run.log_every 512 --run.eval_every 0"
+)
 
 
 def stats(text):
@@ -43,27 +29,27 @@ def stats(text):
             ("mean", "std", "min", "max")}  # fmt: skip
 
 
-def test_printed_statistics_are_the_policys_returns(run_dir, capsys):
-    assert evaluate([str(run_dir), "--episodes", "5", "--seed", "3"]) == 0
+def test_printed_statistics_are_the_policys_returns(trained_run, capsys):
+    assert evaluate([str(trained_run), "--episodes", "5", "--seed", "3"]) == 0
     out = capsys.readouterr().out
     printed = stats(out)
-    (step,) = checkpoint_steps(run_dir)
+    (step,) = checkpoint_steps(trained_run)
     assert f"checkpoint {step:,}," in out  # which checkpoint was evaluated
-    agent, state, _ = restore(run_dir)
+    agent, state, _ = restore(trained_run)
     env = envs.make("CartPole-v1", num_envs=5)
     returns = np.asarray(jax.jit(make_evaluate(agent, env))(state, jax.random.PRNGKey(3)))
     expected = dict(mean=returns.mean(), std=returns.std(), min=returns.min(), max=returns.max())
     assert printed == pytest.approx(expected, abs=0.006)
     # A fully random policy (epsilon 1) scores differently from the greedy one.
-    assert evaluate([str(run_dir), "--episodes", "5", "--seed", "3", "--epsilon", "1"]) == 0
+    assert evaluate([str(trained_run), "--episodes", "5", "--seed", "3", "--epsilon", "1"]) == 0
     assert stats(capsys.readouterr().out) != printed
 
 
-def test_video_holds_the_episode(run_dir, tmp_path, capsys):
+def test_video_holds_the_episode(trained_run, tmp_path, capsys):
     import imageio.v2 as imageio
 
     out = tmp_path / "episode.mp4"
-    assert evaluate([str(run_dir), "--video", str(out), "--episodes", "1"]) == 0
+    assert evaluate([str(trained_run), "--video", str(out), "--episodes", "1"]) == 0
     frames = int(capsys.readouterr().out.split("(")[-1].split()[0])
     video = imageio.mimread(out, memtest=False)
     assert len(video) == frames >= 9 and video[0].shape[:2] == (HEIGHT, WIDTH)
@@ -86,6 +72,5 @@ def test_renderers_draw_the_state():
 
 def test_missing_run_is_one_line_exit_2(tmp_path, capsys):
     assert evaluate([str(tmp_path / "nope")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "does not exist" in err
+    one_line_error(capsys, "does not exist")
     assert evaluate([str(tmp_path), "--episodes", "0"]) == 2

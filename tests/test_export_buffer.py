@@ -12,6 +12,7 @@ from jaxrl.export_buffer import buffer_transitions
 from jaxrl.export_buffer import main as export_main
 from jaxrl.train import main as train_main
 from jaxrl.types import Transition
+from tests.helpers import one_line_error
 
 TINY = dict(hidden_sizes=(8,), batch_size=4, buffer_size=64, learning_starts=1000)
 
@@ -63,8 +64,7 @@ def test_export_mistakes_are_one_line_exit_2(tmp_path, capsys, args, message):
     (tmp_path / "RUN").mkdir()
     args = [str(tmp_path / a) if a in ("RUN", "out.npz", "out.txt") else a for a in args]
     assert export_main(args) == 2
-    err = capsys.readouterr().err
-    assert message in err and err.count("\n") == 1
+    one_line_error(capsys, message)
     assert not (tmp_path / "out.npz").exists()
 
 
@@ -79,6 +79,5 @@ def test_train_refuses_bad_demonstration_options(tmp_path, capsys):
     ]  # fmt: skip
     for extra, message in cases:
         assert train_main([*base, *extra]) == 2
-        err = capsys.readouterr().err
-        assert message in err and err.count("\n") == 1, err
+        one_line_error(capsys, message)
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())

@@ -20,6 +20,7 @@ from jaxrl.plot import (
     parse_smooth,
     smooth,
 )
+from tests.helpers import one_line_error
 
 
 def test_iqm_is_the_mean_of_the_middle_half():
@@ -186,8 +187,7 @@ def test_bad_options_exit_2_and_write_nothing(tmp_path, capsys, flags, message):
     write_run(tmp_path / "run", 0, [{"step": 1, "episode_return": 1.0}])
     out = tmp_path / "curves.png"
     assert main([str(tmp_path / "run"), "--out", str(out), *flags]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and message in err, err
+    one_line_error(capsys, message)
     assert not out.exists()
 
 

@@ -2,7 +2,6 @@
 (one line on stderr, exit code 2, nothing written)."""
 
 import json
-import struct
 import subprocess
 import sys
 
@@ -13,44 +12,24 @@ import yaml
 from jaxrl import agents
 from jaxrl.train import main
 from jaxrl.types import Agent
+from tests.helpers import one_line_error, run_dirs, tensorboard_values, tiny_run, train_into
 
-TINY = [
-    "--agent.hidden_sizes", "[8]",
-    "--agent.batch_size", "8",
-    "--agent.updates_per_rollout", "2",
-    "--agent.learning_starts", "64",
-    "--run.log_every", "256",
-    "--run.eval_every", "512",
-    "--run.eval_episodes", "2",
-    "--run.stop_return", "null",
-]  # fmt: skip
+# The tiny DQN with two updates a rollout and its preset's rollout length, evaluated every
+# other row.
+TINY = tiny_run("--agent.updates_per_rollout 2 --run.eval_every 512", drop=["--run.rollout_len"])
 
 
-def read_tensorboard_scalars(run_dir):
-    """{tag: [(step, value)]} from the TFRecord event files in ``run_dir``."""
-    from tensorboardX.proto.event_pb2 import Event
-
-    scalars = {}
-    for path in run_dir.glob("events.out.tfevents.*"):
-        data = path.read_bytes()
-        offset = 0
-        while offset < len(data):
-            (length,) = struct.unpack("<Q", data[offset : offset + 8])
-            event = Event.FromString(data[offset + 12 : offset + 12 + length])
-            offset += 12 + length + 4
-            for value in event.summary.value:
-                scalars.setdefault(value.tag, []).append((event.step, value.simple_value))
-    return scalars
-
-
-def run_dirs(logdir):
-    return sorted(p for p in logdir.iterdir() if p.is_dir()) if logdir.exists() else []
+def scalars(run_dir):
+    """{tag: [(step, value)]} of the run's TensorBoard scalars."""
+    out = {}
+    for step, value in tensorboard_values(run_dir):
+        out.setdefault(value.tag, []).append((step, value.simple_value))
+    return out
 
 
 def test_run_directory_and_reproduction(tmp_path, capsys):
     logdir = tmp_path / "runs"
-    args = ["--agent", "dqn", "--env", "CartPole", "--steps", "1024", "--seed", "3"]
-    assert main([*args, "--num-envs", "4", "--logdir", str(logdir), *TINY]) == 0
+    assert main([*TINY, "--steps", "1024", "--seed", "3", "--logdir", str(logdir)]) == 0
     (first,) = run_dirs(logdir)
     cfg = yaml.safe_load((first / "config.yaml").read_text())
     assert cfg["preset"] == "cartpole-dqn"
@@ -72,7 +51,7 @@ def test_run_directory_and_reproduction(tmp_path, capsys):
         assert column in header
     assert "summary" in capsys.readouterr().out
     # TensorBoard events (tensorboardX is a dev dependency) hold the logged scalars.
-    steps, returns = zip(*read_tensorboard_scalars(first)["episode_return"], strict=True)
+    steps, returns = zip(*scalars(first)["episode_return"], strict=True)
     assert list(steps) == [r["step"] for r in rows]
     assert list(returns) == pytest.approx([r["episode_return"] for r in rows], rel=1e-6)
 
@@ -119,11 +98,8 @@ def test_run_directory_and_reproduction(tmp_path, capsys):
     ],
 )  # fmt: skip
 def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys, argv, fragment):
-    logdir = tmp_path / "runs"
-    assert main([*argv, "--logdir", str(logdir)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and fragment in err and "Traceback" not in err
-    assert run_dirs(logdir) == []
+    assert train_into(tmp_path / "runs", *argv) == (2, [])
+    one_line_error(capsys, fragment)
 
 
 def make_constant_agent(spec, **overrides) -> Agent:
@@ -177,8 +153,5 @@ def test_process_exit_code_and_help():
     ],
 )  # fmt: skip
 def test_torso_and_pixel_mistakes_exit_2_with_one_line(tmp_path, capsys, argv, fragment):
-    logdir = tmp_path / "runs"
-    assert main([*argv, "--logdir", str(logdir)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and fragment in err and "Traceback" not in err
-    assert run_dirs(logdir) == []
+    assert train_into(tmp_path / "runs", *argv) == (2, [])
+    one_line_error(capsys, fragment)

@@ -11,6 +11,7 @@ from jaxrl import agents
 from jaxrl.agents.q_learning.dqn import make_q_network
 from jaxrl.agents.q_learning.value_heads import categorical_head, expected_value_head
 from jaxrl.types import ArraySpec, Discrete, EnvSpec, Transition
+from tests.references import c51_project
 
 A = 4
 SPEC = EnvSpec(
@@ -117,23 +118,6 @@ def test_expected_value_target_uses_only_legal_actions(double):
     assert not np.allclose(unmasked, want)
 
 
-def c51_projection(probs, r, d, support):
-    """NumPy reference of the C51 projection (Bellemare et al. 2017, Algorithm 1)."""
-    v_min, v_max, K = support[0], support[-1], len(support)
-    dz = (v_max - v_min) / (K - 1)
-    out = np.zeros(K)
-    for j in range(K):
-        tz = np.clip(r + d * support[j], v_min, v_max)
-        b = (tz - v_min) / dz
-        lo, hi = int(np.floor(b)), int(np.ceil(b))
-        if lo == hi:
-            out[lo] += probs[j]
-        else:
-            out[lo] += probs[j] * (hi - b)
-            out[hi] += probs[j] * (b - lo)
-    return out
-
-
 @pytest.mark.parametrize("double", [False, True])
 def test_categorical_target_uses_only_legal_actions(double):
     rng = np.random.default_rng(4)
@@ -152,7 +136,7 @@ def test_categorical_target_uses_only_legal_actions(double):
     )  # fmt: skip
     probs = np.exp(logits) / np.exp(logits).sum(-1, keepdims=True)
     for b in range(B):
-        want = c51_projection(probs[b, legal[b]], r[b], d[b], support)
+        want = c51_project(support, r[b] + d[b] * support, probs[b, legal[b]])
         np.testing.assert_allclose(got[b], want, atol=1e-5)
     # Unmasked, the selected action differs for some row: the mask changed the target.
     free = np.asarray(head.target(jnp.asarray(logits), None, None, jnp.asarray(r), jnp.asarray(d)))

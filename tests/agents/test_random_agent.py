@@ -6,25 +6,23 @@ from jaxrl import agents, envs
 from jaxrl.types import ConfigError, Transition
 
 
-def test_discrete_actions_uniform_over_all_actions():
-    spec = envs.make("Acrobot", num_envs=3000).spec
+def act_on_zeros(env: str, n: int):
+    """The random agent's ``act`` on ``n`` all-zero observations of ``env``."""
+    spec = envs.make(env, num_envs=n).spec
     agent = agents.make("random", spec)
-    obs = np.zeros((3000, *spec.obs_shape), np.float32)
-    action, _, extras = agent.act(
-        jax.jit(agent.init)(jax.random.PRNGKey(0)), obs, (), jax.random.PRNGKey(1)
-    )
+    obs = np.zeros((n, *spec.obs_shape), np.float32)
+    return agent.act(jax.jit(agent.init)(jax.random.PRNGKey(0)), obs, (), jax.random.PRNGKey(1))
+
+
+def test_discrete_actions_uniform_over_all_actions():
+    action, _, extras = act_on_zeros("Acrobot", 3000)
     counts = np.bincount(np.asarray(action), minlength=3)
     assert action.shape == (3000,) and extras == {} and counts.size == 3
     assert (np.abs(counts - 1000) < 120).all()  # ~4 standard deviations
 
 
 def test_box_actions_cover_the_bounds():
-    spec = envs.make("Pendulum", num_envs=2000).spec
-    agent = agents.make("random", spec)
-    obs = np.zeros((2000, *spec.obs_shape), np.float32)
-    action, _, _ = agent.act(
-        jax.jit(agent.init)(jax.random.PRNGKey(0)), obs, (), jax.random.PRNGKey(1)
-    )
+    action, _, _ = act_on_zeros("Pendulum", 2000)
     action = np.asarray(action)
     assert action.shape == (2000, 1)
     assert action.min() >= -2.0 and action.max() <= 2.0

@@ -7,7 +7,6 @@ references below work from that full per-env history, one item at a time, and ne
 look at the buffer's storage.
 """
 
-import functools
 import re
 
 import jax
@@ -16,10 +15,11 @@ import numpy as np
 import pytest
 
 from jaxrl.buffers import sum_tree
-from jaxrl.buffers.base import PriorityParams, ReplaySample
+from jaxrl.buffers.base import ReplaySample
 from jaxrl.buffers.compact import CompactReplayState, make_compact_replay
 from jaxrl.ops import n_step_bootstrap
 from jaxrl.types import Transition
+from tests.helpers import bind_priority
 
 FRAME = (2, 3)
 EXTRAS = {"gid": ((), "int32"), "vec": ((2,), "float32")}
@@ -150,16 +150,6 @@ def _ref_window(h, g, e, n):
         "gid": h.gid[sl, e],
         "vec": h.vec[sl, e],
     }
-
-
-def _bind(buffer, alpha=0.6, eps=1e-6):
-    """``buffer`` with ``PriorityParams(alpha, eps)`` bound into ``add`` and
-    ``update_priorities`` (an agent passes its hparams instead)."""
-    p = PriorityParams(jnp.float32(alpha), jnp.float32(eps))
-    return buffer._replace(
-        add=functools.partial(buffer.add, priority=p),
-        update_priorities=functools.partial(buffer.update_priorities, priority=p),
-    )
 
 
 def _numpy(tree):
@@ -356,7 +346,7 @@ def test_empty_buffer_cannot_sample():
 def test_prioritized_weights_follow_the_rules():
     N, capacity, n, alpha, eps = 2, 2 * 14, 2, 0.7, 0.01
     h = _History(N, 120, 3, seed=3, p_end=0.2)
-    buffer = _bind(_make(h, capacity, n, mode="prioritized", batch_size=16), alpha, eps)
+    buffer = bind_priority(_make(h, capacity, n, mode="prioritized", batch_size=16), alpha, eps)
     L = capacity // N
     rng = np.random.default_rng(0)
     state = buffer.init()
@@ -399,7 +389,7 @@ def test_prioritized_weights_follow_the_rules():
 def test_update_priorities_changes_sampling_frequencies():
     N, capacity, n, B = 2, 2 * 16, 1, 4000
     h = _History(N, 40, 4, seed=5, p_end=0.15)
-    buffer = _bind(_make(h, capacity, n, mode="prioritized", batch_size=B), 1.0, 0.0)
+    buffer = bind_priority(_make(h, capacity, n, mode="prioritized", batch_size=B), 1.0, 0.0)
     L = capacity // N
     state, add = buffer.init(), jax.jit(buffer.add)
     for t0 in range(0, 40, 8):
@@ -428,7 +418,7 @@ def test_update_priorities_changes_sampling_frequencies():
 def test_zero_priority_keeps_an_item_valid_but_practically_never_drawn():
     N, L = 2, 10
     h = _History(N, 20, 2, seed=2, p_end=0.0)  # one long episode per env
-    buffer = _bind(_make(h, N * L, 1, mode="prioritized", batch_size=256), 0.5, 0.0)
+    buffer = bind_priority(_make(h, N * L, 1, mode="prioritized", batch_size=256), 0.5, 0.0)
     state = jax.jit(buffer.add)(buffer.init(), h.rollout(0, 8))
     items = np.flatnonzero(_leaves(state, L, N) > 0)
     count = int(buffer.num_items(state))
@@ -463,7 +453,7 @@ def _assert_trees_equal(a, b, index=None):
 def test_inside_scan_matches_sequential():
     N, T, chunks = 2, 3, 7
     h = _History(N, T * chunks, 2, seed=7, p_end=0.3)
-    buffer = _bind(_make(h, 2 * 8, 2, mode="prioritized", batch_size=8))
+    buffer = bind_priority(_make(h, 2 * 8, 2, mode="prioritized", batch_size=8))
     rollouts = [h.rollout(T * i, T) for i in range(chunks)]
     stacked = jax.tree.map(lambda *x: np.stack(x), *rollouts)
     keys = jax.random.split(jax.random.key(1), chunks)
@@ -488,7 +478,7 @@ def test_inside_scan_matches_sequential():
 def test_vmap_over_buffer_states():
     N, K = 2, 3
     h = _History(N, 40, 3, seed=11, p_end=0.25)
-    buffer = _bind(_make(h, 2 * 9, 2, mode="prioritized", batch_size=8))
+    buffer = bind_priority(_make(h, 2 * 9, 2, mode="prioritized", batch_size=8))
     add = jax.jit(buffer.add)
     members = []
     for k in range(K):  # members holding different amounts of data
@@ -517,7 +507,9 @@ def test_add_and_update_priorities_work_in_place(mode):
     """No op of the compiled programs copies a capacity-sized array (e.g. the tree)."""
 
     N, T, capacity = 4, 3, 4 * 50_000
-    buffer = _bind(make_compact_replay(capacity, N, 8, (2, 2, 4), "uint8", window=3, mode=mode))
+    buffer = bind_priority(
+        make_compact_replay(capacity, N, 8, (2, 2, 4), "uint8", window=3, mode=mode)
+    )
     state = jax.eval_shape(buffer.init)
     rollout = Transition(
         obs=jax.ShapeDtypeStruct((T, N, 2, 2, 4), jnp.uint8),

@@ -1,6 +1,5 @@
 """Prioritized replay against a NumPy reference of the ring, validity and priorities."""
 
-import functools
 import math
 
 import jax
@@ -9,18 +8,9 @@ import numpy as np
 import pytest
 
 from jaxrl.buffers import sum_tree
-from jaxrl.buffers.base import PriorityParams, ReplaySample
+from jaxrl.buffers.base import ReplaySample
 from jaxrl.buffers.prioritized import PrioritizedReplayState, make_prioritized_replay
-
-
-def _bind(buffer, alpha=0.6, eps=1e-6):
-    """``buffer`` with ``PriorityParams(alpha, eps)`` bound into ``add`` and
-    ``update_priorities`` (an agent passes its hparams instead)."""
-    p = PriorityParams(jnp.float32(alpha), jnp.float32(eps))
-    return buffer._replace(
-        add=functools.partial(buffer.add, priority=p),
-        update_priorities=functools.partial(buffer.update_priorities, priority=p),
-    )
+from tests.helpers import bind_priority
 
 
 class _Ref:
@@ -114,7 +104,7 @@ def _check_sample(sample, ref, total_steps):
 )
 def test_matches_reference_through_adds_updates_and_wraparound(capacity, num_envs, window, sizes):
     alpha, eps = 0.7, 0.01
-    buffer = _bind(make_prioritized_replay(capacity, num_envs, 64, window), alpha, eps)
+    buffer = bind_priority(make_prioritized_replay(capacity, num_envs, 64, window), alpha, eps)
     ref = _Ref(capacity, num_envs, window, alpha, eps)
     state = buffer.init(_example(num_envs))
     assert isinstance(state, PrioritizedReplayState)
@@ -148,7 +138,7 @@ def test_matches_reference_through_adds_updates_and_wraparound(capacity, num_env
 
 
 def test_new_items_enter_at_the_running_max_priority():
-    buffer = _bind(make_prioritized_replay(16, 1, 8, window=2), 0.5, 0.0)
+    buffer = bind_priority(make_prioritized_replay(16, 1, 8, window=2), 0.5, 0.0)
     state = jax.jit(buffer.add)(buffer.init(_example(1)), _steps(0, 6, 1))
     leaves = lambda s: np.asarray(sum_tree.get(s.tree, np.arange(16)))  # noqa: E731
     # Starts 0..4 have complete windows; 5 waits for the next row; 6.. are unwritten.
@@ -166,7 +156,7 @@ def test_new_items_enter_at_the_running_max_priority():
 
 
 def test_duplicate_indices_last_write_wins():
-    buffer = _bind(make_prioritized_replay(16, 1, 8, window=1), 1.0, 0.0)
+    buffer = bind_priority(make_prioritized_replay(16, 1, 8, window=1), 1.0, 0.0)
     state = jax.jit(buffer.add)(buffer.init(_example(1)), _steps(0, 10, 1))
     indices = np.array([3, 4, 3, 5, 3, 4], np.int32)
     priorities = np.array([100.0, 7.0, 50.0, 2.0, 0.5, 0.25], np.float32)
@@ -178,7 +168,7 @@ def test_duplicate_indices_last_write_wins():
 
 
 def test_update_priorities_cannot_resurrect_invalid_items():
-    buffer = _bind(make_prioritized_replay(10, 1, 4, window=3), 1.0, 0.1)
+    buffer = bind_priority(make_prioritized_replay(10, 1, 4, window=3), 1.0, 0.1)
     add = jax.jit(buffer.add)
     state = add(add(buffer.init(_example(1)), _steps(0, 8, 1)), _steps(8, 4, 1))  # wrapped
     # position = 2: rows 0 and 1 (the newest two) cannot start a window of 3.
@@ -191,7 +181,7 @@ def test_update_priorities_cannot_resurrect_invalid_items():
 
 def test_priorities_set_sampling_frequencies():
     capacity, num_envs, batch, keys = 64, 4, 32, 1500
-    buffer = _bind(make_prioritized_replay(capacity, num_envs, batch, window=2), 1.0, 0.0)
+    buffer = bind_priority(make_prioritized_replay(capacity, num_envs, batch, window=2), 1.0, 0.0)
     state = jax.jit(buffer.add)(buffer.init(_example(num_envs)), _steps(0, 16, num_envs))
     ref = _Ref(capacity, num_envs, 2, 1.0, 0.0)
     ref.add(_steps(0, 16, num_envs)["t"])
@@ -237,7 +227,7 @@ def _train_like(buffer, num_envs, key, steps=40):
 
 def test_jit_scan_and_vmap_over_seeds():
     num_envs, window = 3, 2
-    buffer = _bind(make_prioritized_replay(30, num_envs, 8, window=window), 0.6)
+    buffer = bind_priority(make_prioritized_replay(30, num_envs, 8, window=window), 0.6)
     keys = jax.random.split(jax.random.key(2), 2)
     run = jax.jit(lambda k: _train_like(buffer, num_envs, k))
     states, outs = jax.jit(jax.vmap(lambda k: _train_like(buffer, num_envs, k)))(keys)
@@ -266,6 +256,6 @@ def test_rejects_bad_arguments():
         unbound.update_priorities(state, np.zeros(4, np.int32), np.zeros(4, np.float32))
     with pytest.raises(ValueError, match="PriorityParams"):
         jax.eval_shape(unbound.add, state, _steps(0, 2, 2))
-    buffer = _bind(unbound)
+    buffer = bind_priority(unbound)
     with pytest.raises(ValueError):
         buffer.update_priorities(state, np.zeros(3, np.int32), np.zeros(4, np.float32))

@@ -72,11 +72,9 @@ except ValueError as e:
     out["bad_mesh"] = str(e)
 from jaxrl.train import main as train
 logdir = os.path.join(os.environ["OUT_DIR"], "runs")
-tiny = ["--agent", "apex_dqn", "--env", "CartPole", "--num-envs", "8", "--steps", "512",
-        "--agent.hidden_sizes", "[16]", "--agent.batch_size", "16",
-        "--agent.learning_starts", "64", "--agent.num_actors", "2", "--run.rollout_len", "4",
-        "--run.log_every", "256", "--run.eval_every", "256", "--run.eval_episodes", "2",
-        "--run.stop_return", "null", "--log", "", "--logdir", logdir]
+from tests.helpers import tiny_run
+tiny = tiny_run("--agent apex_dqn --num-envs 8 --steps 512 --agent.hidden_sizes [16]"
+                " --agent.batch_size 16 --agent.num_actors 2 --log ''") + ["--logdir", logdir]
 out["bad_cli"] = train([*tiny, "--agent.replay_shards", "2", "--devices", "4"])
 out["bad_cli_written"] = os.path.exists(logdir) and os.listdir(logdir)
 from jaxrl import agents, envs

@@ -19,6 +19,7 @@ import pytest
 from jaxrl import envs
 from jaxrl.train import main
 from jaxrl.types import ConfigError
+from tests.helpers import one_line_error
 
 # Found, not imported at collection (the library imports envpool when a test makes an env).
 pytestmark = pytest.mark.skipif(find_spec("envpool") is None, reason="envpool not installed")
@@ -75,10 +76,8 @@ def test_backend_mistakes_are_one_line_errors(monkeypatch, tmp_path, capsys):
         envs.make("Pong", backend="envpool", maxpool=False)
     argv = ["--agent", "random", "--env", "Pong", "--logdir", str(tmp_path), "--env.backend"]
     assert main([*argv, "envpol"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "unknown env.backend 'envpol'" in err
+    one_line_error(capsys, "unknown env.backend 'envpol'")
     monkeypatch.setitem(sys.modules, "envpool", None)  # as if envpool were not installed
     assert main([*argv, "envpool"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "pip install 'jaxrl[envpool]'" in err
+    one_line_error(capsys, "pip install 'jaxrl[envpool]'")
     assert list(tmp_path.iterdir()) == []

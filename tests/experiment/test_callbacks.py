@@ -19,19 +19,9 @@ from jaxrl.experiment import callbacks
 from jaxrl.experiment.checkpoint import checkpoint_steps
 from jaxrl.export.__main__ import main as export_main
 from jaxrl.train import main
+from tests.helpers import one_line_error, tiny_run, train_into
 
-TINY = [
-    "--agent", "dqn", "--env", "CartPole", "--num-envs", "4", "--steps", "2048",
-    "--agent.hidden_sizes", "[8]",
-    "--agent.batch_size", "8",
-    "--agent.buffer_size", "256",
-    "--agent.learning_starts", "64",
-    "--run.rollout_len", "4",
-    "--run.log_every", "256",
-    "--run.eval_every", "256",
-    "--run.eval_episodes", "2",
-    "--run.stop_return", "null",
-]  # fmt: skip
+TINY = tiny_run("--steps 2048 --agent.buffer_size 256")
 
 CALLS: list[tuple[str, int]] = []
 
@@ -59,18 +49,13 @@ class StopAt1024:
 
 @pytest.fixture(scope="module")
 def stopped(tmp_path_factory):
-    logdir = tmp_path_factory.mktemp("callbacks")
     CALLS.clear()
-    code = main(
-        [
-            *TINY,
-            "--logdir", str(logdir),
-            "--checkpoint-every", "512",
-            "--callback", f"{__name__}:StopAt1024",
-            "--callback", "export:every=512,format=stablehlo",
-        ]
-    )  # fmt: skip
-    (run_dir,) = logdir.iterdir()
+    code, (run_dir,) = train_into(
+        tmp_path_factory.mktemp("callbacks"),
+        *TINY,
+        *("--checkpoint-every", "512", "--callback", f"{__name__}:StopAt1024"),
+        *("--callback", "export:every=512,format=stablehlo"),
+    )
     return code, run_dir, list(CALLS)
 
 
@@ -153,8 +138,7 @@ def test_stop_when():
 )
 def test_bad_callback_exits_2_and_writes_nothing(tmp_path, capsys, spec, message):
     assert main([*TINY, "--logdir", str(tmp_path / "runs"), "--callback", spec]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and message in err, err
+    one_line_error(capsys, message)
     assert not (tmp_path / "runs").exists()
 
 
@@ -169,6 +153,5 @@ def test_a_run_is_restored_without_its_callbacks_modules(stopped, tmp_path, caps
     assert int(agent_state.step) == 1024
     before = sorted(p.name for p in copy.iterdir())
     assert main(["--resume", str(copy), "--steps", "2048"]) == 2  # training does
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "give --import gone_module_xyz" in err
+    one_line_error(capsys, "give --import gone_module_xyz")
     assert sorted(p.name for p in copy.iterdir()) == before

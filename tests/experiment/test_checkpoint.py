@@ -17,25 +17,15 @@ from jaxrl.checkpoint import restore
 from jaxrl.experiment.checkpoint import CHECKPOINT_DIR, checkpoint_steps
 from jaxrl.train import main
 from jaxrl.types import ConfigError
+from tests.helpers import one_line_error, tiny_run, train_run
 
 # Rainbow with prioritized replay (a sum tree in the state), n-step, double and dueling;
 # noisy nets and C51 off, which makes the program quicker to compile.
-TINY_RAINBOW = [
-    "--agent", "rainbow", "--env", "CartPole", "--num-envs", "4",
-    "--agent.hidden_sizes", "[8]",
-    "--agent.noisy", "false",
-    "--agent.distributional", "false",
-    "--agent.batch_size", "8",
-    "--agent.buffer_size", "256",
-    "--agent.updates_per_rollout", "2",
-    "--agent.learning_starts", "64",
-    "--agent.target_update_period", "64",
-    "--run.rollout_len", "4",
-    "--run.log_every", "128",
-    "--run.eval_every", "256",
-    "--run.eval_episodes", "2",
-    "--run.stop_return", "null",
-]  # fmt: skip
+TINY_RAINBOW = tiny_run(
+    "--agent rainbow --agent.noisy false --agent.distributional false --agent.buffer_size 256"
+    " --agent.updates_per_rollout 2 --agent.target_update_period 64 --run.log_every 128"
+)
+
 WALL_CLOCK = ("time", "sps")
 
 
@@ -52,10 +42,7 @@ def csv_rows(run_dir):
 
 
 def train(logdir, *args):
-    before = set(logdir.iterdir()) if logdir.exists() else set()
-    assert main([*TINY_RAINBOW, "--logdir", str(logdir), *args]) == 0
-    (run_dir,) = set(logdir.iterdir()) - before
-    return run_dir
+    return train_run(logdir, *TINY_RAINBOW, *args)
 
 
 def assert_same_tree(a, b):
@@ -131,8 +118,7 @@ def tree_bytes(path):
 def test_missing_or_corrupt_checkpoint_is_one_line_exit_2(tmp_path, straight, capsys):
     def fails(argv, fragment):
         assert main(argv) == 2
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and fragment in err and "Traceback" not in err
+        one_line_error(capsys, fragment)
 
     fails(["--resume", str(tmp_path / "nope")], "does not exist")
     empty = tmp_path / "empty"
@@ -175,8 +161,7 @@ def test_unreadable_newest_checkpoint_falls_back_and_says_so(tmp_path, straight,
     assert "checkpoint 1024 of" in out and "resuming from checkpoint 768" in out
     assert "nothing to do" in out and tree_bytes(broken) == saved
     assert main(["--resume", str(broken), "--step", "1024"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "checkpoint 1024 of" in err and "Traceback" not in err
+    one_line_error(capsys, "checkpoint 1024 of")
     assert main(["--resume", str(straight), "--step", "768", "--steps", "512"]) == 2
     assert "below the 768 steps" in capsys.readouterr().err
     assert tree_bytes(broken) == saved

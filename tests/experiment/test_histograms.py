@@ -3,38 +3,25 @@ with ``--log tensorboard`` writes ``eval/q_values`` and ``eval/actions`` at exac
 evaluation steps, read back from the event file; PPO's greedy rollout gives action
 probabilities that sum to one per state and whose argmax is the action taken."""
 
-import struct
-
 import jax
 import numpy as np
 
 from jaxrl import agents, envs
 from jaxrl.experiment.histograms import STEPS, make_collector
 from jaxrl.train import main as train
+from tests.helpers import tensorboard_values, tiny_run
 
-ARGS = [
-    "--agent", "dqn", "--env", "CartPole", "--num-envs", "2", "--steps", "512",
-    "--agent.hidden_sizes", "[8]", "--agent.batch_size", "8",
-    "--agent.learning_starts", "64", "--run.rollout_len", "8",
-    "--run.log_every", "128", "--run.eval_every", "256", "--run.eval_episodes", "2",
-    "--run.stop_return", "null", "--log", "tensorboard",
-]  # fmt: skip
+ARGS = tiny_run(
+    "--num-envs 2 --steps 512 --run.rollout_len 8 --run.log_every 128 --log tensorboard"
+)
 
 
 def read_histograms(run_dir):
-    """{tag: [(step, HistogramProto)]} from the TFRecord event files in ``run_dir``."""
-    from tensorboardX.proto.event_pb2 import Event
-
+    """{tag: [(step, HistogramProto)]} from the TensorBoard event files in ``run_dir``."""
     out = {}
-    for path in run_dir.glob("events.out.tfevents.*"):
-        data, offset = path.read_bytes(), 0
-        while offset < len(data):
-            (length,) = struct.unpack("<Q", data[offset : offset + 8])
-            event = Event.FromString(data[offset + 12 : offset + 12 + length])
-            offset += 12 + length + 4
-            for value in event.summary.value:
-                if value.HasField("histo"):
-                    out.setdefault(value.tag, []).append((event.step, value.histo))
+    for step, value in tensorboard_values(run_dir):
+        if value.HasField("histo"):
+            out.setdefault(value.tag, []).append((step, value.histo))
     return out
 
 

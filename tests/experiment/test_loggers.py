@@ -11,14 +11,9 @@ import pytest
 from jaxrl.experiment import logging as metrics_logging
 from jaxrl.train import main as train
 from jaxrl.types import ConfigError
+from tests.helpers import one_line_error, tiny_run
 
-TINY = [
-    "--agent", "dqn", "--env", "CartPole", "--num-envs", "2", "--steps", "512",
-    "--agent.hidden_sizes", "[8]", "--agent.batch_size", "8",
-    "--agent.learning_starts", "64", "--run.rollout_len", "8",
-    "--run.log_every", "128", "--run.eval_every", "256", "--run.eval_episodes", "2",
-    "--run.stop_return", "null",
-]  # fmt: skip
+TINY = tiny_run("--num-envs 2 --steps 512 --run.rollout_len 8 --run.log_every 128")
 
 
 def wandb_records(path: Path) -> list:
@@ -76,8 +71,7 @@ def test_wandb_offline_run_holds_config_and_rows(tmp_path, monkeypatch):
 
 def test_unknown_logger_is_refused_before_anything_is_written(tmp_path, capsys):
     assert train([*TINY, "--logdir", str(tmp_path), "--log", "wandb,mlflow"]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "unknown logger 'mlflow'" in err and "tensorboard" in err
+    one_line_error(capsys, "unknown logger 'mlflow'", "tensorboard")
     assert not list(tmp_path.iterdir())
 
 

@@ -18,13 +18,10 @@ SCRIPT = textwrap.dedent(
     from jaxrl.experiment.run import build
     from jaxrl.runners.distributed import devices
     from jaxrl.train import main as train
+    from tests.helpers import tiny_run
 
     out_dir = os.environ["OUT_DIR"]
-    tiny = ["--agent", "dqn", "--env", "CartPole", "--num-envs", "8",
-            "--agent.hidden_sizes", "[16]", "--agent.batch_size", "16",
-            "--agent.learning_starts", "64", "--run.rollout_len", "4",
-            "--run.log_every", "256", "--run.eval_every", "256", "--run.eval_episodes", "2",
-            "--run.stop_return", "null", "--log", ""]
+    tiny = tiny_run("--num-envs 8 --agent.hidden_sizes [16] --agent.batch_size 16 --log ''")
 
     def run_dir(name):
         (run,) = os.listdir(os.path.join(out_dir, name))

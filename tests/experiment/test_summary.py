@@ -17,18 +17,11 @@ from rich.console import Console
 
 from jaxrl.experiment import report, sweep
 from jaxrl.train import main
+from tests.helpers import one_line_error, tiny_run
 
-TINY = [
-    "--agent", "dqn", "--env", "CartPole", "--num-envs", "4", "--steps", "1024",
-    "--agent.hidden_sizes", "[8]",
-    "--agent.batch_size", "8",
-    "--agent.buffer_size", "256",
-    "--agent.learning_starts", "64",
-    "--run.rollout_len", "4",
-    "--run.log_every", "256",
-    "--run.eval_every", "256",
-    "--run.eval_episodes", "8",
-]  # fmt: skip
+TINY = tiny_run(
+    "--steps 1024 --agent.buffer_size 256 --run.eval_episodes 8", drop=["--run.stop_return"]
+)
 
 
 def summary(**changes):
@@ -104,9 +97,7 @@ def test_single_run_stopped_at_target_says_where_and_evaluates_20_episodes(tmp_p
 def test_seeds_beyond_memory_exit_2_with_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(sweep, "available_memory", lambda: 1 << 10)  # 1 KiB
     assert main([*TINY, "--seeds", "4", "--logdir", str(tmp_path)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "Traceback" not in err
-    assert "--seeds 4" in err and "GiB is available; at most 0 seeds fit" in err
+    one_line_error(capsys, "--seeds 4", "GiB is available; at most 0 seeds fit")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -124,8 +115,7 @@ def test_presets_benchmark_mistakes_exit_2(tmp_path, capsys, argv, fragment):
     results, out_dir = tmp_path / "RESULTS.md", tmp_path / "plots"
     args = [*argv, "--results", str(results), "--out-dir", str(out_dir)]
     assert module.main(args) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and fragment in err and "Traceback" not in err
+    one_line_error(capsys, fragment)
     assert list(tmp_path.iterdir()) == []
 
 

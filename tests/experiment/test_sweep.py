@@ -18,31 +18,18 @@ from jaxrl.experiment.sweep import check_sweep, grid, member_hparams, parse_swee
 from jaxrl.train import main
 from jaxrl.types import ConfigError
 from tests.device_script import fake_devices_env
+from tests.helpers import one_line_error, tiny_run, train_run
 
-TINY_DQN = [
-    "--agent", "dqn", "--env", "CartPole", "--num-envs", "4", "--steps", "512",
-    "--agent.hidden_sizes", "[8]",
-    "--agent.batch_size", "8",
-    "--agent.buffer_size", "256",
-    "--agent.updates_per_rollout", "2",
-    "--agent.learning_starts", "64",
-    "--agent.target_update_period", "64",
-    "--agent.epsilon_decay_steps", "256",
-    "--run.rollout_len", "4",
-    "--run.log_every", "128",
-    "--run.eval_every", "256",
-    "--run.eval_episodes", "2",
-    "--run.stop_return", "null",
-]  # fmt: skip
+TINY_DQN = tiny_run(
+    "--steps 512 --agent.buffer_size 256 --agent.updates_per_rollout 2"
+    " --agent.target_update_period 64 --agent.epsilon_decay_steps 256 --run.log_every 128"
+)
 LRS = ("0.01", "0.0003")
 COMPARED = ("episode_return", "episodes", "loss", "q_mean", "epsilon", "eval_return")
 
 
 def train(logdir, *args):
-    before = set(logdir.iterdir()) if logdir.exists() else set()
-    assert main([*TINY_DQN, "--logdir", str(logdir), *args]) == 0
-    (run_dir,) = set(logdir.iterdir()) - before
-    return run_dir
+    return train_run(logdir, *TINY_DQN, *args)
 
 
 def rows(run_dir):
@@ -90,8 +77,7 @@ def test_parse_and_grid():
 )
 def test_sweep_mistakes_exit_2(tmp_path, capsys, argv, fragment):
     assert main([*TINY_DQN, "--logdir", str(tmp_path), *argv]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and fragment in err and "Traceback" not in err
+    one_line_error(capsys, fragment)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -276,6 +262,5 @@ def test_atari_members_learn_from_their_own_envs_only(atari_members):
 def test_atari_seeds_beyond_the_host_memory_exit_2(tmp_path, capsys):
     argv = ["--agent", "dqn", "--env", "Pong", "--num-envs", "8", "--seeds", "1000000"]
     assert main([*argv, "--logdir", str(tmp_path)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "emulators" in err and "seeds fit" in err, err
+    one_line_error(capsys, "emulators", "seeds fit")
     assert list(tmp_path.iterdir()) == []

@@ -16,34 +16,18 @@ from jaxrl.experiment import warmstart
 from jaxrl.experiment.checkpoint import checkpoint_steps
 from jaxrl.train import main
 from jaxrl.types import member_axes
+from tests.helpers import one_line_error, tiny_run, train_into, train_run
 
-TINY = [
-    "--agent", "dqn", "--env", "CartPole", "--num-envs", "4",
-    "--agent.hidden_sizes", "[8]",
-    "--agent.batch_size", "8",
-    "--agent.buffer_size", "256",
-    "--agent.learning_starts", "64",
-    "--run.rollout_len", "4",
-    "--run.log_every", "256",
-    "--run.eval_every", "256",
-    "--run.eval_episodes", "4",
-    "--run.stop_return", "null",
-]  # fmt: skip
+TINY = tiny_run("--agent.buffer_size 256 --run.eval_episodes 4")
 
 
 def train(logdir, *args):
-    before = set(logdir.iterdir()) if logdir.exists() else set()
-    code = main([*TINY, "--logdir", str(logdir), *args])
-    after = set(logdir.iterdir()) if logdir.exists() else set()
-    return code, sorted(after - before)
+    return train_into(logdir, *TINY, *args)
 
 
 @pytest.fixture(scope="module")
 def source(tmp_path_factory):
-    logdir = tmp_path_factory.mktemp("source")
-    code, (run_dir,) = train(logdir, "--steps", "1024")
-    assert code == 0
-    return run_dir
+    return train_run(tmp_path_factory.mktemp("source"), *TINY, "--steps", "1024")
 
 
 def test_a_warm_start_begins_where_the_source_ended(source, tmp_path):
@@ -72,17 +56,15 @@ def test_a_warm_start_begins_where_the_source_ended(source, tmp_path):
 def test_what_does_not_fit_is_refused_in_one_line(source, tmp_path, capsys, args, message):
     target = str(source) + (args.pop(0) if args and args[0].startswith(":") else "")
     code, made = train(tmp_path / "runs", "--steps", "256", "--init-from", target, *args)
-    err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and message in err, err
-    assert made == []
+    one_line_error(capsys, message)
+    assert code == 2 and made == []
 
 
 def test_a_run_of_another_agent_is_refused(source, tmp_path, capsys):
     logdir = tmp_path / "runs"
     args = ["--agent", "pqn", "--env", "CartPole", "--init-from", str(source)]
     assert main([*args, "--logdir", str(logdir)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "is a run of agent 'dqn'; this run trains 'pqn'" in err
+    one_line_error(capsys, "is a run of agent 'dqn'; this run trains 'pqn'")
     assert not logdir.exists()
 
 

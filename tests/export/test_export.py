@@ -10,7 +10,7 @@ import pytest
 from jaxrl import agents, envs
 from jaxrl.export import greedy_policy, to_onnx, to_stablehlo
 from jaxrl.export.__main__ import main as export_main
-from jaxrl.train import main as train
+from tests.helpers import one_line_error, tiny_run, train_run
 from tests.masked_env import make_masked_env
 
 ort = pytest.importorskip("onnxruntime")
@@ -98,32 +98,22 @@ def test_exported_policy_takes_the_action_mask():
     assert feed["action_mask"][np.arange(4), got].all()
 
 
-TINY = [
-    "--agent", "dqn", "--env", "CartPole", "--num-envs", "2", "--steps", "256",
-    "--agent.hidden_sizes", "[8]", "--agent.batch_size", "8",
-    "--agent.learning_starts", "64", "--run.rollout_len", "8",
-    "--run.log_every", "128", "--run.eval_every", "0", "--run.eval_episodes", "1",
-    "--run.stop_return", "null",
-]  # fmt: skip
+# The run the CLI exports (the ``trained_run`` fixture): the tiny DQN on 2 envs, 256 steps.
+TRAINED_RUN = tiny_run(
+    "--num-envs 2 --steps 256 --run.rollout_len 8 --run.log_every 128 --run.eval_every 0"
+    " --run.eval_episodes 1"
+)
 
 
-@pytest.fixture(scope="module")
-def run_dir(tmp_path_factory):
-    logdir = tmp_path_factory.mktemp("runs")
-    assert train([*TINY, "--logdir", str(logdir)]) == 0
-    (run,) = logdir.iterdir()
-    return run
-
-
-def test_cli_writes_both_formats(run_dir, capsys):
+def test_cli_writes_both_formats(trained_run, capsys):
     from jaxrl.checkpoint import restore
 
-    assert export_main([str(run_dir), "--format", "onnx", "--batch", "2"]) == 0
-    assert export_main([str(run_dir), "--format", "stablehlo"]) == 0
-    (onnx_file,) = (run_dir / "export").glob("*.onnx")
-    (hlo_file,) = (run_dir / "export").glob("*.stablehlo")
+    assert export_main([str(trained_run), "--format", "onnx", "--batch", "2"]) == 0
+    assert export_main([str(trained_run), "--format", "stablehlo"]) == 0
+    (onnx_file,) = (trained_run / "export").glob("*.onnx")
+    (hlo_file,) = (trained_run / "export").glob("*.stablehlo")
     assert "checkpoint step 256" in capsys.readouterr().out
-    agent, state, _ = restore(run_dir)
+    agent, state, _ = restore(trained_run)
     obs = np.random.default_rng(0).normal(size=(2, 4)).astype(np.float32)
     want, _ = reference_actions(agent, state, obs, ())
     (got,) = ort.InferenceSession(str(onnx_file)).run(None, {"obs": obs})
@@ -141,11 +131,10 @@ def test_cli_writes_both_formats(run_dir, capsys):
         (["--format", "onnx", "--batch", "0"], "--batch must be >= 1"),
     ],
 )
-def test_user_mistakes_are_one_line_and_write_nothing(run_dir, tmp_path, capsys, args, message):
+def test_user_mistakes_are_one_line_and_write_nothing(trained_run, tmp_path, capsys, args, message):
     out = tmp_path / "policy.bin"
-    assert export_main([str(run_dir), *args, "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and message in err and "Traceback" not in err
+    assert export_main([str(trained_run), *args, "--out", str(out)]) == 2
+    one_line_error(capsys, message)
     assert not out.exists() and not list(tmp_path.iterdir())
 
 
@@ -158,8 +147,7 @@ def test_cli_exports_the_asked_member_of_a_seeds_run(tmp_path):
     from jaxrl.checkpoint import restore
     from jaxrl.types import take_member
 
-    assert train([*TINY, "--seeds", "2", "--logdir", str(tmp_path / "runs")]) == 0
-    (run,) = (tmp_path / "runs").iterdir()
+    run = train_run(tmp_path / "runs", *TRAINED_RUN, "--seeds", "2")
     out = tmp_path / "member1.onnx"
     assert export_main([str(run), "--format", "onnx", "--member", "1", "--out", str(out)]) == 0
     agent, state, _ = restore(run)

@@ -14,34 +14,10 @@ from jaxrl.ops.distributional import (
     categorical_support,
     categorical_td_loss,
 )
+from tests.references import c51_project, softmax
 
 projection_jit = jax.jit(categorical_projection)
 double_q_target_jit = jax.jit(categorical_double_q_target)
-
-
-def _project_ref(z, tz, p):
-    """Algorithm 1 of Bellemare et al. (2017), one row, with the l == u case fixed."""
-    k = len(z)
-    v_min, v_max = float(z[0]), float(z[-1])
-    dz = (v_max - v_min) / (k - 1)
-    out = np.zeros(k)
-    for j in range(k):
-        t = min(max(float(tz[j]), v_min), v_max)
-        b = (t - v_min) / dz
-        lo, up = math.floor(b), math.ceil(b)
-        if lo == up:
-            out[lo] += p[j]
-        else:
-            out[lo] += p[j] * (up - b)
-            out[up] += p[j] * (b - lo)
-    return out
-
-
-def _softmax_ref(x):
-    m = max(x)
-    e = [math.exp(v - m) for v in x]
-    s = sum(e)
-    return np.array([v / s for v in e])
 
 
 def test_support():
@@ -77,7 +53,7 @@ def test_projection_matches_algorithm_1():
     got = np.asarray(
         projection_jit(z.astype(np.float32), tz.astype(np.float32), p.astype(np.float32))
     )
-    want = np.stack([_project_ref(z, tz[i], p[i]) for i in range(len(rows))])
+    want = np.stack([c51_project(z, tz[i], p[i]) for i in range(len(rows))])
     np.testing.assert_allclose(got, want, atol=2e-6)
     np.testing.assert_allclose(got.sum(axis=-1), 1.0, atol=1e-5)
     assert (got >= 0).all()
@@ -99,7 +75,7 @@ def test_projection_leading_axes_and_uneven_float_spacing():
     )
     assert got.shape == (2, 3, 51)
     for idx in np.ndindex(2, 3):
-        np.testing.assert_allclose(got[idx], _project_ref(z, tz[idx], p[idx]), atol=2e-5)
+        np.testing.assert_allclose(got[idx], c51_project(z, tz[idx], p[idx]), atol=2e-5)
     np.testing.assert_allclose(got[0, 0], p[0, 0], atol=2e-5)
     with pytest.raises(ValueError, match="target_support"):
         categorical_projection(z, tz[..., :50], p[..., :50])
@@ -111,7 +87,7 @@ def test_q_values_and_td_loss():
     logits = rng.normal(size=(4, 3, 6)).astype(np.float32) * 3
     q = np.asarray(categorical_q_values(logits, z))
     for b, a in np.ndindex(4, 3):
-        assert q[b, a] == pytest.approx(float(np.dot(_softmax_ref(logits[b, a]), z)), abs=1e-5)
+        assert q[b, a] == pytest.approx(float(np.dot(softmax(logits[b, a]), z)), abs=1e-5)
 
     online = logits[:, 0]  # [B, K]
     target = rng.dirichlet(np.ones(6), size=4).astype(np.float32)
@@ -122,11 +98,11 @@ def test_q_values_and_td_loss():
     loss = np.asarray(categorical_td_loss(online, target))
     assert loss.shape == (4,)
     for b in range(4):
-        log_p = np.log(_softmax_ref(online[b]))
+        log_p = np.log(softmax(online[b]))
         want = -sum(float(target[b, i]) * log_p[i] for i in range(6))
         assert loss[b] == pytest.approx(want, rel=1e-5)
     g_logits, g_target = jax.grad(total, argnums=(0, 1))(online, target)
-    want_g = np.stack([_softmax_ref(online[b]) for b in range(4)]) - target
+    want_g = np.stack([softmax(online[b]) for b in range(4)]) - target
     np.testing.assert_allclose(np.asarray(g_logits), want_g, atol=1e-5)
     np.testing.assert_array_equal(np.asarray(g_target), 0.0)  # target is stop-gradient
 
@@ -146,9 +122,9 @@ def test_double_q_target_matches_reference():
         out = np.zeros((B, K))
         for b in range(B):
             a_star = int(np.argmax(sel[b]))
-            p = _softmax_ref(logits[b, a_star])
+            p = softmax(logits[b, a_star])
             tz = [reward_sum[b] + discount[b] * z[j] for j in range(K)]
-            out[b] = _project_ref(z, tz, p)
+            out[b] = c51_project(z, tz, p)
         return out
 
     got = np.asarray(double_q_target_jit(*args))
@@ -156,7 +132,7 @@ def test_double_q_target_matches_reference():
     np.testing.assert_allclose(got.sum(axis=-1), 1.0, atol=1e-5)
 
     # Without a selector: the target network's own expected values (C51's argmax).
-    own_q = np.array([[np.dot(_softmax_ref(logits[b, a]), z) for a in range(A)] for b in range(B)])
+    own_q = np.array([[np.dot(softmax(logits[b, a]), z) for a in range(A)] for b in range(B)])
     assert (own_q.argmax(1) != selector.argmax(1)).any()  # so the two cases differ
     got_own = np.asarray(categorical_double_q_target(args[0], None, *args[2:]))
     np.testing.assert_allclose(got_own, reference(own_q), atol=2e-5)

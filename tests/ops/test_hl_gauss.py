@@ -1,21 +1,12 @@
 """HL-Gauss ops against a NumPy/math.erf reference (Farebrother et al. 2024, Listing 1)."""
 
-import math
-
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from jaxrl.ops import hl_gauss_centers, hl_gauss_loss, hl_gauss_target
-
-
-def target_ref(y, lo, hi, k, sigma):
-    edges = [lo + (hi - lo) * i / k for i in range(k + 1)]
-    y = min(max(y, lo), hi)
-    cdf = [0.5 * (1 + math.erf((e - y) / (math.sqrt(2) * sigma))) for e in edges]
-    z = cdf[-1] - cdf[0]
-    return [(cdf[i + 1] - cdf[i]) / z for i in range(k)]
+from tests.references import hl_gauss_target as hl_gauss_target_ref
 
 
 @pytest.mark.parametrize("sigma", [0.3, 1.5])
@@ -25,7 +16,9 @@ def test_target_histogram_matches_reference(sigma):
         jax.jit(hl_gauss_target, static_argnums=(1, 2, 3, 4))(ys, -5.0, 5.0, 11, sigma)
     )
     for y, row in zip(ys, got, strict=True):
-        np.testing.assert_allclose(row, target_ref(float(y), -5.0, 5.0, 11, sigma), atol=1e-6)
+        np.testing.assert_allclose(
+            row, hl_gauss_target_ref(float(y), -5.0, 5.0, 11, sigma), atol=1e-6
+        )
     np.testing.assert_allclose(got.sum(-1), 1.0, rtol=1e-6)
 
 
@@ -41,7 +34,7 @@ def test_loss_is_cross_entropy_to_the_target():
     y = np.array([-1.0, 0.5, 4.0], np.float32)
     got = np.asarray(hl_gauss_loss(logits, y, -5.0, 5.0, 11, 0.7))
     for b in range(3):
-        p = np.array(target_ref(float(y[b]), -5.0, 5.0, 11, 0.7))
+        p = np.array(hl_gauss_target_ref(float(y[b]), -5.0, 5.0, 11, 0.7))
         log_q = logits[b] - np.log(np.exp(logits[b]).sum())
         np.testing.assert_allclose(got[b], -(p * log_q).sum(), rtol=1e-5)
 

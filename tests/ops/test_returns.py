@@ -7,6 +7,7 @@ import pytest
 
 from jaxrl.ops import NStepTarget, n_step_bootstrap
 from jaxrl.ops.returns import gae
+from tests import references
 
 # Jitted once per shape: far faster than op-by-op dispatch on CPU.
 bootstrap_jit = jax.jit(n_step_bootstrap)
@@ -180,15 +181,7 @@ def test_q_lambda_returns_match_numpy():
     trunc = np.zeros((T, N), bool)
     term[2, 0], trunc[3, 1], term[5, 2] = True, True, True
     got = np.asarray(q_lambda_returns(r, nq, term, trunc, gamma, lam))
-    want = np.zeros((T, N))
-    for n in range(N):
-        for t in reversed(range(T)):
-            if term[t, n]:
-                want[t, n] = r[t, n]
-            elif trunc[t, n] or t == T - 1:
-                want[t, n] = r[t, n] + gamma * nq[t, n]
-            else:
-                want[t, n] = r[t, n] + gamma * ((1 - lam) * nq[t, n] + lam * want[t + 1, n])
+    want = references.q_lambda_returns(r, nq, term, trunc, gamma, lam)
     np.testing.assert_allclose(got, want, rtol=1e-5)
     # lambda 0 is the one-step Q-learning target everywhere.
     one_step = r + gamma * np.where(term, 0.0, nq)

@@ -23,15 +23,8 @@ from jaxrl.runners import (
     make_runner,
 )
 from jaxrl.types import Agent
+from tests.helpers import TINY_DQN
 
-TINY_DQN = dict(
-    hidden_sizes=(8,),
-    batch_size=8,
-    buffer_size=256,
-    learning_starts=64,
-    target_update_period=64,
-    epsilon_decay_steps=200,
-)
 CONFIG = RunConfig(steps=400, rollout_len=4, log_every=96, eval_every=192, eval_episodes=3)
 
 

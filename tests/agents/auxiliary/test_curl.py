@@ -17,6 +17,7 @@ from jaxrl.agents.auxiliary import base as aux_lib
 from jaxrl.agents.auxiliary.base import Encoder
 from jaxrl.agents.auxiliary.curl import make_curl
 from jaxrl.types import Box, ConfigError, Discrete, EnvSpec, Transition
+from tests.helpers import TINY_CONV
 
 SMALL = {"curl_hidden": 16, "curl_dim": 8, "curl_pad": 1}
 
@@ -141,14 +142,7 @@ def test_curl_mistakes_are_one_line_config_errors():
 
 
 PIXELS = EnvSpec("pixels", (8, 8, 2), "uint8", Box((1,), (-2.0,), (2.0,)), 1, 200)
-SAC_KW = dict(
-    torso={"channels": [4], "kernel_sizes": [3], "strides": [2]},
-    feature_dim=6,
-    hidden_sizes=(8,),
-    batch_size=4,
-    learning_starts=4,
-    buffer_size=32,
-)
+SAC_KW = dict(TINY_CONV, learning_starts=4, buffer_size=32)
 
 
 @pytest.fixture(scope="module")

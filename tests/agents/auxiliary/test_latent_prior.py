@@ -14,6 +14,7 @@ from jaxrl.agents.auxiliary.latent_prior import ActionVAE
 from jaxrl.buffers.demonstrations import replay_transitions, save_npz
 from jaxrl.train import main as train_main
 from jaxrl.types import Box, ConfigError, EnvSpec, Transition
+from tests.helpers import one_line_error
 
 # A box with centre 0 and half-widths 2 and 1 (powers of two), so that plain SAC's
 # stored action (env action - centre) / half is its normalized action exactly.
@@ -151,6 +152,5 @@ def test_bad_options_are_one_line_errors(demo_file, tmp_path, capsys):
         (["--agent.latent_size", "0"], "latent_size"),
     ]:
         assert train_main([*base, *extra]) == 2
-        err = capsys.readouterr().err
-        assert message in err and err.count("\n") == 1, err
+        one_line_error(capsys, message)
     assert not runs.exists() or not list(runs.iterdir())

@@ -13,7 +13,7 @@ from jaxrl.agents.off_policy.apex_ddpg import ApexDDPGConfig
 from jaxrl.agents.off_policy.core import make_critic
 from jaxrl.buffers import sum_tree
 from jaxrl.networks.continuous import DeterministicActor
-from jaxrl.types import ConfigError, Transition
+from tests.helpers import assert_refused, random_transitions
 
 N, T, GAMMA, ALPHA, EPS = 4, 5, 0.9, 0.6, 1e-6
 CFG = dict(num_actors=2, hidden_sizes=(8,), batch_size=8, buffer_size=N * 16, n_step=3,
@@ -22,17 +22,8 @@ CFG = dict(num_actors=2, hidden_sizes=(8,), batch_size=8, buffer_size=N * 16, n_
 
 
 def rollout(rng):
-    ended = rng.random((T, N)) < 0.15
-    coin = rng.random((T, N)) < 0.5
-    return Transition(
-        obs=jnp.asarray(rng.normal(size=(T, N, 3)), jnp.float32),
-        action=jnp.asarray(rng.uniform(-2, 2, size=(T, N, 1)), jnp.float32),
-        reward=jnp.asarray(rng.normal(size=(T, N)), jnp.float32),
-        next_obs=jnp.asarray(rng.normal(size=(T, N, 3)), jnp.float32),
-        terminated=jnp.asarray(ended & coin),
-        truncated=jnp.asarray(ended & ~coin),
-        extras={},
-    )
+    actions = lambda rng, shape: jnp.asarray(rng.uniform(-2, 2, size=(*shape, 1)), jnp.float32)
+    return random_transitions(rng, (T, N), (3,), actions)
 
 
 @pytest.fixture(scope="module")
@@ -93,9 +84,6 @@ def test_actors_explore_with_their_copy_and_their_noise_scale(setup):
 
 def test_bad_layouts_are_config_errors():
     spec = envs.make("Pendulum-v1", num_envs=4).spec
-    with pytest.raises(ConfigError, match="num_actors 3 does not divide the 4 envs"):
-        agents.make("apex_ddpg", spec, num_actors=3)
-    with pytest.raises(ConfigError, match="num_actors"):
-        agents.make("apex_ddpg", spec, num_actors=0)
-    with pytest.raises(ConfigError, match="replay_shards 1"):
-        agents.make("apex_ddpg", spec, replay_shards=2)
+    assert_refused("apex_ddpg", spec, "num_actors 3 does not divide the 4 envs", num_actors=3)
+    assert_refused("apex_ddpg", spec, "num_actors", num_actors=0)
+    assert_refused("apex_ddpg", spec, "replay_shards 1", replay_shards=2)

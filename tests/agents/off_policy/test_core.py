@@ -9,6 +9,7 @@ import pytest
 from jaxrl import agents
 from jaxrl.ops.noise import ou_step
 from jaxrl.types import Box, ConfigError, Discrete, EnvSpec, Transition
+from tests.helpers import TINY_CONV
 
 LOW, HIGH = np.array([-1.0, -2.0], np.float32), np.array([1.0, 4.0], np.float32)
 CENTRE, HALF = (HIGH + LOW) / 2, (HIGH - LOW) / 2
@@ -112,14 +113,7 @@ def test_user_mistakes_raise_config_error(name):
 
 
 IMAGE_SPEC = EnvSpec("img", (8, 8, 2), "uint8", Box((1,), (-1.0,), (1.0,)), 1, 10)
-CONV = dict(
-    torso={"channels": [4], "kernel_sizes": [3], "strides": [2]},
-    feature_dim=6,
-    hidden_sizes=(8,),
-    batch_size=4,
-    buffer_size=4,
-    learning_starts=0,
-)
+CONV = dict(TINY_CONV, buffer_size=4, learning_starts=0)
 
 
 # DDPG is TD3's skeleton with one critic (its encoder code is TD3's): SAC and TD3 stand for it.

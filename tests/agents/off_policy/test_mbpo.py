@@ -14,9 +14,8 @@ from jaxrl import agents
 from jaxrl.agents.off_policy.mbpo import TERMINATIONS, mixed_buffer
 from jaxrl.buffers import make_uniform_replay
 from jaxrl.ops.model_based import rollout_length
-from jaxrl.train import main
 from jaxrl.types import Box, ConfigError, EnvSpec, Transition
-from tests.test_train import run_dirs
+from tests.helpers import one_line_error, train_into
 
 SPEC = EnvSpec("Pendulum-v1", (3,), "float32", Box((1,), (-2.0,), (2.0,)), 1, 200)
 T = 256  # real transitions of the first update: learning starts after them
@@ -145,8 +144,5 @@ def test_termination_functions_by_env():
     ],
 )  # fmt: skip
 def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys, argv, fragment):
-    logdir = tmp_path / "runs"
-    assert main(["--agent", "mbpo", "--env", "Pendulum", *argv, "--logdir", str(logdir)]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and fragment in err and "Traceback" not in err
-    assert run_dirs(logdir) == []
+    assert train_into(tmp_path / "runs", "--agent", "mbpo", "--env", "Pendulum", *argv) == (2, [])
+    one_line_error(capsys, fragment)

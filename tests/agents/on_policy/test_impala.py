@@ -8,8 +8,8 @@ import pytest
 
 from jaxrl import agents, envs
 from jaxrl.agents.on_policy.impala import IMPALAConfig
-from jaxrl.types import ConfigError
-from tests.agents.on_policy.test_ppo import rollout
+from tests.helpers import assert_refused
+from tests.helpers import collect_rollout as rollout
 
 # The options in which IMPALA and A2C differ, set to one value for both.
 COMMON = dict(
@@ -103,7 +103,5 @@ def test_impala_defaults_are_the_papers():
 
 def test_impala_user_mistakes_are_config_errors():
     spec = envs.make("CartPole-v1", num_envs=2).spec
-    with pytest.raises(ConfigError, match="rho_bar"):
-        agents.make("impala", spec, rho_bar=0.0)
-    with pytest.raises(ConfigError, match="update_epochs"):
-        agents.make("impala", spec, update_epochs=2)
+    assert_refused("impala", spec, "rho_bar", rho_bar=0.0)
+    assert_refused("impala", spec, "update_epochs", update_epochs=2)

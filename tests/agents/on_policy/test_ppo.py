@@ -9,31 +9,10 @@ from jaxrl import agents, envs
 from jaxrl.agents.on_policy.ppo import make_network
 from jaxrl.experiment.config import resolve
 from jaxrl.runners import RunConfig, make_train
-from jaxrl.types import ConfigError, Transition
+from jaxrl.types import ConfigError
+from tests.helpers import collect_rollout as rollout
 
 TINY = dict(hidden_sizes=(8,), update_epochs=2, num_minibatches=2)
-
-
-def rollout(agent, state, env, key, T=8):
-    """A real rollout ``[T, N]`` collected with ``agent.act`` (one jitted scan)."""
-
-    @jax.jit
-    def collect(state, key):
-        env_state, ts = env.reset(key)
-
-        def step(carry, k):
-            env_state, obs = carry
-            k1, k2 = jax.random.split(k)
-            action, _, extras = agent.act(state, obs, (), k1, True)
-            env_state, ts = env.step(env_state, action, k2)
-            tr = Transition(
-                obs, action, ts.reward, ts.info["final_obs"], ts.terminated, ts.truncated, extras
-            )
-            return (env_state, ts.obs), tr
-
-        return jax.lax.scan(step, (env_state, ts.obs), jax.random.split(key, T))[1]
-
-    return collect(state, key)
 
 
 def test_discrete_act_samples_and_greedy_takes_the_argmax():

@@ -16,7 +16,7 @@ from jaxrl.agents.common import apex_actors
 from jaxrl.agents.q_learning import apex
 from jaxrl.agents.q_learning import core as q_learning
 from jaxrl.buffers import sum_tree
-from jaxrl.types import Transition
+from tests.helpers import one_line_error, random_transitions, tiny_run, train_into
 
 N, T, GAMMA, ALPHA, EPS = 4, 5, 0.9, 0.6, 1e-6
 CFG = dict(num_actors=2, hidden_sizes=(8,), batch_size=8, buffer_size=N * 16, n_step=3,
@@ -25,17 +25,8 @@ CFG = dict(num_actors=2, hidden_sizes=(8,), batch_size=8, buffer_size=N * 16, n_
 
 
 def rollout(rng, flags=True):
-    ended = rng.random((T, N)) < 0.15 if flags else np.zeros((T, N), bool)
-    coin = rng.random((T, N)) < 0.5
-    return Transition(
-        obs=jnp.asarray(rng.normal(size=(T, N, 4)), jnp.float32),
-        action=jnp.asarray(rng.integers(0, 2, size=(T, N)), jnp.int32),
-        reward=jnp.asarray(rng.normal(size=(T, N)), jnp.float32),
-        next_obs=jnp.asarray(rng.normal(size=(T, N, 4)), jnp.float32),
-        terminated=jnp.asarray(ended & coin),
-        truncated=jnp.asarray(ended & ~coin),
-        extras={},
-    )
+    actions = lambda rng, shape: jnp.asarray(rng.integers(0, 2, size=shape), jnp.int32)
+    return random_transitions(rng, (T, N), (4,), actions, ends=flags)
 
 
 @pytest.fixture(scope="module")
@@ -162,11 +153,10 @@ def test_actors_act_with_their_copy_refreshed_every_period(setup):
     assert (actor_q.argmax(-1) != learner_q.argmax(-1)).any() or not same(one.params, state.params)
 
 
-TINY_RUN = ["--agent", "apex_dqn", "--env", "CartPole", "--num-envs", "8", "--steps", "256",
-            "--agent.hidden_sizes", "[16]", "--agent.batch_size", "16",
-            "--agent.learning_starts", "64", "--agent.num_actors", "2",
-            "--run.rollout_len", "4", "--run.log_every", "128", "--run.eval_every", "128",
-            "--run.eval_episodes", "2", "--run.stop_return", "null", "--log", ""]  # fmt: skip
+TINY_RUN = tiny_run(
+    "--agent apex_dqn --num-envs 8 --steps 256 --agent.hidden_sizes [16] --agent.batch_size 16"
+    " --agent.num_actors 2 --run.log_every 128 --run.eval_every 128 --log ''"
+)
 
 
 @pytest.mark.parametrize(
@@ -178,9 +168,6 @@ TINY_RUN = ["--agent", "apex_dqn", "--env", "CartPole", "--num-envs", "8", "--st
     ],
 )
 def test_bad_layouts_are_one_line_and_write_nothing(tmp_path, capsys, flags, message):
-    from jaxrl.train import main as train
-
-    code = train([*TINY_RUN, *flags, "--logdir", str(tmp_path)])
-    err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and message in err, err
+    assert train_into(tmp_path, *TINY_RUN, *flags) == (2, [])
+    one_line_error(capsys, message)
     assert not list(tmp_path.iterdir())

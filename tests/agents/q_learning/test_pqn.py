@@ -10,6 +10,7 @@ import pytest
 from jaxrl import agents
 from jaxrl.agents.q_learning.pqn import PQNConfig, make_network
 from jaxrl.types import ArraySpec, ConfigError, Discrete, EnvSpec, Transition
+from tests.references import q_lambda_returns
 
 A, T, N = 3, 4, 2
 SPEC = EnvSpec(
@@ -43,16 +44,7 @@ def test_update_loss_matches_numpy_q_lambda_and_acting_is_legal():
     net = make_network(SPEC, PQNConfig(**OPTIONS))
     q = lambda o: np.asarray(net.apply(state.params, jnp.asarray(o)))
     next_value = np.take_along_axis(q(next_obs), legal[..., None], -1)[..., 0]  # legal only
-    r = 0.5 * np.asarray(data.reward)
-    G = np.zeros((T, N))
-    for n in range(N):
-        for t in reversed(range(T)):
-            if term[t, n]:
-                G[t, n] = r[t, n]
-            elif trunc[t, n] or t == T - 1:
-                G[t, n] = r[t, n] + 0.9 * next_value[t, n]
-            else:
-                G[t, n] = r[t, n] + 0.9 * (0.4 * next_value[t, n] + 0.6 * G[t + 1, n])
+    G = q_lambda_returns(0.5 * np.asarray(data.reward), next_value, term, trunc, 0.9, 0.6)
     q_taken = np.take_along_axis(q(obs), np.asarray(data.action)[..., None], -1)[..., 0]
     np.testing.assert_allclose(metrics["loss"], 0.5 * np.mean((q_taken - G) ** 2), rtol=1e-4)
     assert int(new.step) == T * N and int(new.updates) == 1

@@ -11,8 +11,8 @@ import pytest
 from jaxrl import agents, envs
 from jaxrl.agents.q_learning.rainbow import RainbowConfig, make_network
 from jaxrl.types import Transition
-from tests.ops.test_distributional import _project_ref as project
-from tests.ops.test_distributional import _softmax_ref as softmax
+from tests.references import c51_project as project
+from tests.references import softmax
 
 OFF = dict(noisy=False, double=False, dueling=False, distributional=False, prioritized=False,
            n_step=1)  # fmt: skip

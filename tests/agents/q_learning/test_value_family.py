@@ -22,8 +22,8 @@ from jaxrl.agents.q_learning.value_heads import (
     scalar_head,
 )
 from jaxrl.types import ConfigError, Discrete, EnvSpec, Transition
-from tests.ops.test_hl_gauss import target_ref as hl_target_ref
-from tests.ops.test_quantile import quantile_huber_ref
+from tests.references import hl_gauss_target as hl_target_ref
+from tests.references import quantile_huber as quantile_huber_ref
 
 A = 3
 SPEC = EnvSpec("Vec", (4,), "float32", Discrete(A), 2, 10)

@@ -16,6 +16,7 @@ import pytest
 from jaxrl.runners.distributed.devices import env_mesh
 from jaxrl.types import ConfigError
 from tests.device_script import fake_devices_env, run_script
+from tests.helpers import one_line_error
 
 # The runner of each case, shared by the one-process and the two-process programs.
 CASES = textwrap.dedent(
@@ -86,11 +87,9 @@ import json, os
     except ConfigError as e:
         out["indivisible"] = str(e)
     from jaxrl.train import main as train
-    tiny = ["--agent", "dqn", "--env", "CartPole", "--num-envs", "8", "--steps", "512",
-            "--agent.hidden_sizes", "[16]", "--agent.batch_size", "16",
-            "--agent.learning_starts", "64", "--run.rollout_len", "4",
-            "--run.log_every", "256", "--run.eval_every", "256", "--run.eval_episodes", "2",
-            "--run.stop_return", "null", "--log", ""]
+    from tests.helpers import tiny_run
+    tiny = tiny_run("--num-envs 8 --steps 512 --agent.hidden_sizes [16] --agent.batch_size 16"
+                    " --log ''")
     for count in ("1", "4"):
         logdir = os.path.join(os.environ["OUT_DIR"], count)
         code = train([*tiny, "--devices", count, "--logdir", logdir])
@@ -163,8 +162,8 @@ def test_bad_devices_flags_write_nothing(tmp_path, capsys, flags, message):
     from jaxrl.train import main as train
 
     code = train(["--agent", "dqn", "--env", "CartPole", *flags, "--logdir", str(tmp_path)])
-    err = capsys.readouterr().err
-    assert code == 2 and err.count("\n") == 1 and message in err
+    one_line_error(capsys, message)
+    assert code == 2
     assert not list(tmp_path.iterdir())
 
 

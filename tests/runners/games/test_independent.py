@@ -1,5 +1,5 @@
 """Independent agents in a turn-based game: each agent is handed exactly its player's
-stitched transitions (the hand-written reference of test_self_play), in order; empty and
+stitched transitions (the hand-written reference of scripted_game.py), in order; empty and
 full queues are counted; vmap over seeds gives the members of separate runs; bad input
 is one ConfigError."""
 
@@ -12,13 +12,13 @@ from jaxrl.experiment.sweep import batch_runner
 from jaxrl.runners import RunConfig
 from jaxrl.runners.games.independent import QUEUE, check_agents, make_multi_agent_runner
 from jaxrl.types import OBS, Agent, ConfigError
-from tests.runners.games.test_self_play import (
+from tests.runners.games.scripted_game import (
     N,
-    Recorder,
     make_game,
     one_coin_agent,
     recording_agent,
     reference_stream,
+    summing_random_agent,
 )
 
 ROLLOUT = 4  # two rounds: each agent is handed 2 transitions per env and iteration
@@ -84,13 +84,7 @@ def test_vmap_over_seeds_equals_separate_runs():
     env = make_game()
     config = RunConfig(steps=4 * N, rollout_len=4, log_every=4 * N, eval_every=0)
 
-    def act(state, obs, carry, key, explore):  # random actions: the key matters
-        return jax.random.randint(key, (obs[OBS].shape[0],), 0, 2), carry, {}
-
-    def update(state, rollout, key):
-        return state.replace(rollout=state.rollout + rollout.reward.sum()), {}
-
-    agent = Agent(lambda key: Recorder(jnp.zeros(())), act, update)
+    agent = summing_random_agent()
     runner = make_multi_agent_runner([agent, agent], env, config)
     keys = jax.random.split(jax.random.PRNGKey(3), 3)
     batched = batch_runner(runner)

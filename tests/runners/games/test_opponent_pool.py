@@ -13,7 +13,7 @@ from jaxrl.runners import RunConfig
 from jaxrl.runners.games import opponent_pool
 from jaxrl.runners.games.self_play import make_self_play_runner
 from jaxrl.types import OBS, Agent, ConfigError
-from tests.runners.games.test_self_play import make_game
+from tests.runners.games.scripted_game import make_game
 
 NUM_ENVS, SIZE, ACTIONS, ITERATIONS = 8, 2, 16, 8
 ROLLOUT = 3  # env steps per env per iteration

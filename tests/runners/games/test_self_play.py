@@ -3,7 +3,6 @@ hand-written reference (the final transition of the player who did not move last
 included), the queue never running dry, fixed-opponent matches, and vmap over seeds
 giving the members of separate runs."""
 
-import flax.struct
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -13,137 +12,16 @@ from jaxrl.experiment.sweep import batch_runner
 from jaxrl.runners import RunConfig
 from jaxrl.runners.games.matches import make_match, outcome_rates
 from jaxrl.runners.games.self_play import check_self_play, make_self_play_runner
-from jaxrl.types import (
-    ACTION_MASK,
-    OBS,
-    Agent,
-    ArraySpec,
-    ConfigError,
-    Discrete,
-    Env,
-    EnvSpec,
-    TimeStep,
+from jaxrl.types import OBS, Agent, ConfigError
+from tests.runners.games.scripted_game import (
+    MOVES,
+    N,
+    make_game,
+    one_coin_agent,
+    recording_agent,
+    reference_stream,
+    summing_random_agent,
 )
-
-N = 2
-MOVES = 3  # player 0, player 1, player 0: player 1 does not move last
-
-
-def make_game(num_envs=N, num_actions=2):
-    """A scripted turn-based game of ``num_actions`` actions: player 0 moves first,
-    players alternate, the game terminates after ``MOVES`` moves. Move ``t`` (0-based)
-    pays ``t + 1`` to the mover and ``100 (t + 1)`` to the other player, plus ``1000 a``
-    to the mover for action ``a``.
-    ``obs["obs"]`` is ``[t, games started, env index]`` (the runner calls ``act`` per env,
-    so the env index travels in the observation)."""
-    spec = EnvSpec(
-        "scripted",
-        (3,),
-        "float32",
-        Discrete(num_actions),
-        num_envs,
-        MOVES,
-        (ArraySpec(ACTION_MASK, (num_actions,), "bool"),),
-        num_players=2,
-        turn_based=True,
-    )
-
-    def observe(t, games):
-        obs = jnp.stack([t, games, jnp.arange(num_envs)], -1).astype(jnp.float32)
-        return {OBS: obs, ACTION_MASK: jnp.ones((num_envs, num_actions), bool)}
-
-    def timestep(t, games, reward, terminated, final_obs, returns, lengths):
-        info = {
-            "final_obs": final_obs,
-            "episode_return": returns,
-            "episode_length": lengths,
-            "current_player": (t % 2).astype(jnp.int32),
-        }
-        false = jnp.zeros(num_envs, bool)
-        return TimeStep(observe(t, games), reward, terminated, false, info)
-
-    def reset(key):
-        t = jnp.zeros(num_envs, jnp.int32)
-        zeros = jnp.zeros((num_envs, 2), jnp.float32)
-        obs = observe(t, t)
-        state = (t, t, zeros)
-        return state, timestep(t, t, zeros, t > 0, obs, zeros, t)
-
-    def step(state, action, key):
-        t, games, returns = state
-        mover = t % 2
-        pay = (t + 1).astype(jnp.float32)
-        reward = jnp.where(
-            jax.nn.one_hot(mover, 2, dtype=bool), (pay + 1000 * action)[:, None], 100 * pay[:, None]
-        )
-        returns = returns + reward
-        t = t + 1
-        done = t >= MOVES
-        final_obs = observe(t, games)
-        ep_returns = jnp.where(done[:, None], returns, 0.0)
-        lengths = jnp.where(done, t, 0)
-        games = games + done
-        t = jnp.where(done, 0, t)
-        returns = jnp.where(done[:, None], 0.0, returns)
-        return (t, games, returns), timestep(t, games, reward, done, final_obs, ep_returns, lengths)
-
-    return Env(spec, reset, step)
-
-
-@flax.struct.dataclass
-class Recorder:
-    """A fake learner's state: the last rollout it was given."""
-
-    rollout: object
-    hparams: object = None
-
-
-def recording_agent(env, rollout_len):
-    """Acts ``a = (t + games + env) % 2`` (so actions differ by step, game and env) and
-    keeps the last rollout it was given; an ``extras`` entry tags each step."""
-
-    def act(state, obs, carry, key, explore):
-        o = obs[OBS]
-        action = (o[:, 0] + o[:, 1] + o[:, 2]).astype(jnp.int32) % 2
-        return action, carry, {"tag": o[:, 0] * 10 + o[:, 1]}
-
-    def init(key):
-        obs = jax.tree.map(
-            lambda s: jnp.zeros((rollout_len, env.spec.num_envs, *s.shape), s.dtype),
-            env.spec.obs_spec,
-        )
-        zeros = jnp.zeros((rollout_len, env.spec.num_envs))
-        false = zeros > 0
-        rollout = (obs, zeros.astype(jnp.int32), zeros, obs, false, false, {"tag": zeros})
-        return Recorder(rollout)
-
-    def update(state, rollout, key):
-        return Recorder(tuple(rollout)), {}
-
-    return Agent(init, act, update)
-
-
-def reference_stream(env_index, count):
-    """The hand-written stitched transitions of env ``env_index``, in the order the queue
-    hands them out: per game (number ``g``), at its third move the mover's (player 0's)
-    first transition completes, then the game ends and player 0's and player 1's final
-    transitions follow."""
-    out = []
-    g = 0
-    while len(out) < count:
-        a = [(t + g + env_index) % 2 for t in range(MOVES)]  # the recorder's actions
-        r = [[0.0, 0.0] for _ in range(MOVES)]
-        for t in range(MOVES):
-            r[t][t % 2] = t + 1 + 1000 * a[t]
-            r[t][1 - t % 2] = 100 * (t + 1)
-        obs = lambda t, g=g: [float(t), float(g), float(env_index)]
-        final = [float(MOVES), float(g), float(env_index)]
-        # obs, action, reward, next_obs, terminated
-        out.append((obs(0), a[0], r[0][0] + r[1][0], obs(2), False))  # player 0: move 0 -> 2
-        out.append((obs(2), a[2], r[2][0], final, True))  # player 0's final
-        out.append((obs(1), a[1], r[1][1] + r[2][1], final, True))  # player 1's final
-        g += 1
-    return out[:count]
 
 
 @pytest.fixture(scope="module")
@@ -185,6 +63,16 @@ def test_stitched_transitions_equal_reference(recorded):
         assert np.isfinite(m["player1_return"]).any()
 
 
+def seat_scores(acts):
+    """Game 0's score of each env's seat (env ``e``: player ``e % 2``), ``acts[e]`` the
+    actions played at its moves: player 0 gets moves 0 and 2 and 200 from move 1; player 1
+    gets move 1 and 100 + 300 from moves 0 and 2."""
+    return [
+        1 + 1000 * a[0] + 200 + 3 + 1000 * a[2] if e % 2 == 0 else 100 + 2 + 1000 * a[1] + 300
+        for e, a in enumerate(acts)
+    ]
+
+
 def _columns(rollouts):
     """Concatenate the recorded rollouts over time: obs/next_obs main arrays and the
     other fields, each ``[T_total, N, ...]``."""
@@ -206,16 +94,9 @@ def test_match_scores_seats():
     first = lambda obs, key: jnp.zeros(obs[OBS].shape[0], jnp.int32)
     scores = jax.jit(make_match(agent, env, first))(None, jax.random.PRNGKey(0))
     # Seat e % 2. The agent's action in env e at move t (game 0) is (t + e) % 2; the
-    # opponent plays 0. Player 0 gets moves 0 and 2 and 200 from move 1; player 1 gets
-    # move 1 and 100 + 300 from moves 0 and 2.
-    expected = []
-    for e in range(4):
-        acts = [(t + e) % 2 if t % 2 == e % 2 else 0 for t in range(MOVES)]
-        if e % 2 == 0:
-            expected.append(1 + 1000 * acts[0] + 200 + 3 + 1000 * acts[2])
-        else:
-            expected.append(100 + 2 + 1000 * acts[1] + 300)
-    np.testing.assert_array_equal(np.asarray(scores), expected)
+    # opponent plays 0.
+    acts = [[(t + e) % 2 if t % 2 == e % 2 else 0 for t in range(MOVES)] for e in range(4)]
+    np.testing.assert_array_equal(np.asarray(scores), seat_scores(acts))
 
 
 def test_self_match_plays_the_agent_in_every_seat():
@@ -224,27 +105,15 @@ def test_self_match_plays_the_agent_in_every_seat():
     at every move)."""
     env = make_game(num_envs=4)
     scores = jax.jit(make_match(recording_agent(env, 1), env, None))(None, jax.random.PRNGKey(0))
-    expected = []
-    for e in range(4):
-        acts = [(t + e) % 2 for t in range(MOVES)]
-        if e % 2 == 0:
-            expected.append(1 + 1000 * acts[0] + 200 + 3 + 1000 * acts[2])
-        else:
-            expected.append(100 + 2 + 1000 * acts[1] + 300)
-    np.testing.assert_array_equal(np.asarray(scores), expected)
+    acts = [[(t + e) % 2 for t in range(MOVES)] for e in range(4)]
+    np.testing.assert_array_equal(np.asarray(scores), seat_scores(acts))
 
 
 def test_vmap_over_seeds_equals_separate_runs():
     env = make_game()
     config = RunConfig(steps=4 * N, rollout_len=4, log_every=4 * N, eval_every=0)
 
-    def act(state, obs, carry, key, explore):  # random actions: the key matters
-        return jax.random.randint(key, (obs[OBS].shape[0],), 0, 2), carry, {}
-
-    def update(state, rollout, key):
-        return state.replace(rollout=state.rollout + rollout.reward.sum()), {}
-
-    agent = Agent(lambda key: Recorder(jnp.zeros(())), act, update)
+    agent = summing_random_agent()
     runner = make_self_play_runner(agent, env, config)
     keys = jax.random.split(jax.random.PRNGKey(3), 3)
     batched = batch_runner(runner)
@@ -253,20 +122,6 @@ def test_vmap_over_seeds_equals_separate_runs():
     separate = [float(single(k)) for k in keys]
     np.testing.assert_array_equal(np.asarray(state.agent_state.rollout), separate)
     assert len(set(separate)) > 1  # the members differ
-
-
-def one_coin_agent(rollout_len: int, num_envs: int) -> Agent:
-    """An agent that draws one coin per ``act`` call, shared by the batch (as noisy nets
-    draw one parameter noise per forward pass), and records the actions it is handed."""
-
-    def act(state, obs, carry, key, explore):
-        coin = jax.random.randint(key, (), 0, 2)
-        return jnp.full((obs[OBS].shape[0],), coin, jnp.int32), carry, {}
-
-    def update(state, rollout, key):
-        return Recorder(rollout.action), {}
-
-    return Agent(lambda key: Recorder(jnp.zeros((rollout_len, num_envs), jnp.int32)), act, update)
 
 
 def test_each_env_explores_with_its_own_key():

@@ -4,11 +4,12 @@ input is one line, exit code 2, nothing written; ``--agent ippo`` runs to its en
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from jaxrl.train import main
+from tests.device_script import ROOT
+from tests.helpers import tensorboard_values
 
 pytest.importorskip("pgx")
 
@@ -75,7 +76,7 @@ def test_ippo_cli_runs_to_the_end(tmp_path):
     argv = "--agent ippo --env mpe:simple_spread --num-envs 2 --steps 32 --run.rollout_len 16"
     argv += " --run.log_every 32 --run.eval_every 0 --run.eval_episodes 2"
     argv += " --agent.update_epochs 1 --agent.num_minibatches 1 --log="
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(ROOT)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
         [sys.executable, "-m", "jaxrl.train", *argv.split(), "--logdir", str(tmp_path)],
@@ -98,7 +99,6 @@ def test_independent_agents_train_evaluate_export_and_resume(tmp_path, capsys):
     from jaxrl.checkpoint import restore
     from jaxrl.evaluate import main as evaluate
     from jaxrl.export.__main__ import main as export
-    from tests.experiment.test_histograms import read_histograms
 
     small = "--num-envs 4 --run.rollout_len 2 --run.log_every 64 --run.eval_every 64"
     small += " --run.eval_episodes 4 --agent.learning_starts 16 --agent.batch_size 8"
@@ -106,7 +106,7 @@ def test_independent_agents_train_evaluate_export_and_resume(tmp_path, capsys):
     argv = ["--agents", "dqn,dqn", "--env", "tic_tac_toe", "--steps", "128", *small.split()]
     assert main([*argv, "--logdir", str(tmp_path)]) == 0
     (run,) = tmp_path.iterdir()
-    tags = set(read_histograms(run))
+    tags = {value.tag for _, value in tensorboard_values(run) if value.HasField("histo")}
     assert tags == {f"eval/a{p}/{k}" for p in (0, 1) for k in ("q_values", "actions")}, tags
 
     capsys.readouterr()
