@@ -282,24 +282,7 @@ def resolve(
     base.get("env", {}).pop("family", None)
     cfg = merge({"agent": {}, "env": {}, "run": {}}, base)
     cfg["agent"]["name"], cfg["env"]["name"] = agent_name, env_name
-    for key, value in (("steps", steps), ("seed", seed)):
-        if value is not None:
-            cfg["run"][key] = value
-    if num_envs is not None:
-        cfg["env"]["num_envs"] = num_envs
-    if agent_list is not None and config_file is None:  # a self-play preset's opponents
-        for option in SELF_PLAY_OPTIONS:
-            cfg["run"].pop(option, None)
-    for dotted, value in (overrides or {}).items():
-        section, _, key = dotted.partition(".")
-        if section not in SECTIONS or not key:
-            raise ConfigError(f"override '--{dotted}' must be --agent.KEY, --env.KEY or --run.KEY")
-        if key == "name":
-            raise ConfigError(f"use --{section} NAME instead of '--{dotted}'")
-        if section == "agent":
-            cfg["agent"] = _without_aliases_of(key, cfg["agent"], agent_name)
-        cfg[section][key] = value
-
+    _apply_flags(cfg, steps, seed, num_envs, agent_list, config_file, overrides, agent_name)
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
     run = build_config(RunConfig, cfg["run"], "run")
     agent_config = _configure_agent(agent_name, agent_options, run)
@@ -338,6 +321,36 @@ def _agent_sections(
         preset = find_preset(name, env)
         sections.append({**(load_preset(preset)["agent"] if preset else {}), "name": name})
     return sections
+
+
+def _apply_flags(
+    cfg: dict[str, Any],
+    steps: int | None,
+    seed: int | None,
+    num_envs: int | None,
+    agent_list: list[str] | None,
+    config_file: str | None,
+    overrides: Mapping[str, Any] | None,
+    agent_name: str,
+) -> None:
+    """Sets the plain flags and the dotted overrides in ``cfg`` (in place)."""
+    for key, value in (("steps", steps), ("seed", seed)):
+        if value is not None:
+            cfg["run"][key] = value
+    if num_envs is not None:
+        cfg["env"]["num_envs"] = num_envs
+    if agent_list is not None and config_file is None:  # a self-play preset's opponents
+        for option in SELF_PLAY_OPTIONS:
+            cfg["run"].pop(option, None)
+    for dotted, value in (overrides or {}).items():
+        section, _, key = dotted.partition(".")
+        if section not in SECTIONS or not key:
+            raise ConfigError(f"override '--{dotted}' must be --agent.KEY, --env.KEY or --run.KEY")
+        if key == "name":
+            raise ConfigError(f"use --{section} NAME instead of '--{dotted}'")
+        if section == "agent":
+            cfg["agent"] = _without_aliases_of(key, cfg["agent"], agent_name)
+        cfg[section][key] = value
 
 
 def _without_aliases_of(key: str, section: Mapping[str, Any], agent: str) -> dict[str, Any]:
