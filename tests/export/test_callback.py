@@ -18,7 +18,7 @@ def fake_setup(agent, spec, members):
         agent=agent,
         policies=lambda agent_state: [Policy("", agent, agent_state)],
         env=types.SimpleNamespace(spec=spec),
-        cfg={"agent": {"name": "dqn"}},
+        config=types.SimpleNamespace(trained=(types.SimpleNamespace(name="dqn"),)),
         members=[{"seed": i} for i in range(members)],
         launch=types.SimpleNamespace(batched=members > 1),
         runner=types.SimpleNamespace(layout=types.SimpleNamespace(steps_per_chunk=256)),

@@ -378,7 +378,8 @@ def make_self_play_runner(
         )
         agent_state, agent_metrics = agent.update(state.agent_state, rollout, update_key)
         if config.opponent_pool:
-            ring = state.carry.dataclasses.replace(pool, iterations=state.carry.pool.iterations + 1)
+            pool_state = state.carry.pool
+            ring = dataclasses.replace(pool_state, iterations=pool_state.iterations + 1)
             state = dataclasses.replace(state, carry=state.carry._replace(pool=ring))
         stats = {k: v.sum(axis=0) for k, v in stats.items()}
         games = stats["episodes"]
