@@ -11,94 +11,9 @@
 * ``ConfigError``: a user's mistake (unknown name, bad override, mismatch). The CLI turns it
   into one line on stderr and exit code 2.
 
-Contracts v2 (what every later capability builds on):
-
-* **Observations are pytrees.** An observation is either one array (``EnvSpec.obs_shape``,
-  ``obs_dtype``), or, when the spec declares ``obs_extras``, a dict
-  ``{"obs": main array, name: array, ...}`` with one entry per ``ArraySpec`` in
-  ``obs_extras``. Networks see the main array (``main_obs``); the rest is for the agent.
-  Every observation has a leading ``[num_envs]`` axis on every leaf; the pytree flows
-  unchanged through ``TimeStep``, ``Transition``, every replay buffer, the runners,
-  sweeps and checkpoints (``EnvSpec.obs_spec`` gives its shapes and dtypes).
-* **One legal-action mask key.** ``obs["action_mask"]`` (``ACTION_MASK``), bool
-  ``[N, num_actions]``, True where an action is legal. Every discrete-action agent never
-  picks an illegal action (greedy, epsilon-greedy, noisy or sampled) and bootstraps only
-  from legal actions of ``next_obs`` (``action_mask``, ``masked_argmax``).
-* **A per-env carry.** ``act(state, obs, carry, key, explore) -> (action, carry, extras)``:
-  anything an agent keeps between steps of one episode (recurrent state, OU noise) is a
-  pytree with a leading ``[num_envs]`` axis, created by ``init_carry(num_envs)`` and reset
-  by the runner to that initial value where an episode ended (``reset_carry``). A
-  stateless agent's carry is ``()``. A learner that needs the carry of a rollout puts it
-  in ``extras``.
-* **Players.** An env declares ``EnvSpec.num_players`` (1 for single-agent envs) and
-  ``turn_based``. With several players, ``TimeStep.reward`` is ``[N, num_players]`` (each
-  player's reward for the step just taken); a turn-based env reports whose turn it is at
-  ``obs`` in ``info["current_player"]`` ``[N]`` int32 and takes one action ``[N]``; a
-  simultaneous-move env gives every leaf of ``obs`` a ``[N, num_players, ...]`` layout and
-  takes actions ``[N, num_players, ...]``. Stitching each player's transitions across the
-  other players' turns is the multi-agent runner's business, not the agents'
-  (``runners/games/self_play.py``). The turn-based runners call ``act`` per env, on a batch of
-  one with the env's own key (``self_play.act_per_env``), so that exploration drawn once
-  per call (noisy nets' parameter noise) is independent per env: an agent's action may not
-  depend on its row's position in the batch. Single-agent runners act on the whole batch.
-* **State shared by members.** A counter in a state dataclass that every member of a
-  vmapped ``--seeds``/``--sweep`` run has in common (env steps given to ``update``, a
-  replay ring's ``position``/``size``, a runner's chunk) is declared ``shared_field()``;
-  ``member_axes`` maps it to ``None``, so it stays unbatched and a ``lax.cond`` on it stays
-  a real branch under ``vmap``. ``take_member`` picks one member of a batched state.
-* **Per-env leaves are split over devices.** Every leaf whose leading axis is
-  ``num_envs`` (env state, observations, carry) may be split over a device mesh while the
-  agent state is replicated (``runners/distributed/devices.py``, ``--devices``); so an agent
-  must not mix envs except through reductions (means, sums) that ``jax.jit`` can partition.
-  The one exception is a replay split by env into shards (``buffers/sharded.py``, a leading
-  ``[S]`` axis): ``runners/distributed/devices.py`` lays its shards over the same mesh, and
-  sampling draws over all shards in proportion to their priorities. A checkpoint holds
-  arrays, not layouts: it restores onto any device count that divides the envs (``--resume
-  RUN --devices K``).
-* **Actors that lag the learner.** An agent state may hold the actors' own copy of the
-  parameters in an optional ``actors`` field (None otherwise; Ape-X,
-  ``agents/q_learning/apex.py``), refreshed on its own period; ``act`` uses that copy,
-  ``update`` the learner's.
-* **An update split in two.** An agent whose update splits into a gradient and its
-  application declares it: ``Agent.split_update`` is a ``SplitUpdate(gradient, apply)``
-  (None otherwise) of ``gradient(state, rollout, key) -> g`` (no state change; ``g.metrics``
-  the worker's metrics) and ``apply(state, g) -> state``, with ``update(state, rollout,
-  key)`` equal to ``(apply(state, gradient(state, rollout, key)), metrics)``: the A3C
-  runner (``runners/distributed/a3c_workers.py``) calls them from worker threads on stale
-  parameters; other runners call ``update``. A wrapper that replaces an agent's
-  ``update`` replaces or drops its ``split_update`` with it.
-* **Greedy extras.** ``act(..., explore=False)`` may return ``q_values`` ``[N, A]``
-  (Q-learning agents) or ``action_probs`` ``[N, A]`` (actor-critics) in its extras, for
-  the evaluation histograms (``experiment/histograms.py``); callers that do not use them
-  ignore them, and ``explore=True`` extras are unchanged.
-* **Members of a host-backed env.** An env whose state is a handle (ale-py's XLA vector
-  env) may be vmapped once: its members step one vector env of ``K x num_envs``
-  emulators, split per member (``envs/atari.py``); a second vmap level is refused.
-* **Auxiliary learners and demonstrations.** A learner attached to an agent (AMP's
-  discriminator, later CURL or a VAE prior) is an ``agents.auxiliary.base.AuxLearner`` of pure
-  functions ``init(key)``, ``update(aux_state, batch, hparams, key)`` and optionally
-  ``reward(aux_state, batch, hparams) -> [B]`` (a term added to a sampled batch's reward
-  before the agent's loss); its state (and read-only demonstrations,
-  ``buffers/demonstrations.py``, mixed into batches) lives in the agent state's ``aux``
-  field, None when nothing is attached, so existing programs stay bit-identical.
-  A learner that must train the agent's own network (CURL's contrastive loss on the
-  agent's torso) adds a *loss term*: ``loss(aux_state, params, batch, hparams, key)``,
-  differentiated by the skeleton's gradient step with respect to the agent's ``params``
-  (that gradient is added to the agent's own before its optimizer step) and the learner's
-  trainable ``aux_state["params"]``, which it applies in ``after_step(aux_state, grads,
-  params, hparams)`` with the agent's new params (e.g. a momentum encoder's EMA). Such a
-  learner is initialized as ``init(key, params)`` and sees the agent's network through
-  the ``auxiliary.Encoder`` its skeleton exposes (the Q-learning skeleton: the torso;
-  SAC: its critics' shared encoder, ``Algorithm.encoder``, the term's gradient added to
-  the critic loss's).
-* **Acting through a prior.** An agent may act in a latent space that a frozen decoder
-  maps to the env's action (``agents/auxiliary/latent_prior.py``): its ``act`` returns the latent
-  in ``extras["latent"]``, the runners hand ``act``'s extras to ``update`` in the
-  rollout, and its replay stores the latent; the wrapped agent is an ordinary
-  actor-critic on the latent box.
-* **No batched LAPACK calls in an init.** ``networks.initializers.orthogonal`` (jax's
-  numbers) runs a ``vmap`` as a loop: a batched QR on XLA:CPU waits on the intra-op pool
-  from inside it and can deadlock (benchmarks/journal/2026-11-24-ippo-hang-hanabi-connect-four.md).
+The design behind them (pytree observations and masks, the per-env carry, players,
+members and shared fields, device layout) is in ``docs/concepts/``: ``contracts.md``,
+``observations.md``, ``carry.md``, ``players.md``, ``members.md``, ``devices.md``.
 """
 
 from __future__ import annotations
