@@ -292,3 +292,62 @@ def loss_grads(
     both = (params, trainable(aux, aux_state))
     (_, metrics), (grads, aux_grads) = jax.value_and_grad(terms, has_aux=True)(both)
     return grads, aux_grads, metrics
+
+
+class AuxiliarySteps(NamedTuple):
+    """What is attached, as a skeleton's gradient step calls it; chosen once by
+    ``auxiliary_steps`` (with nothing attached every function is an identity, so the
+    skeleton's program is the plain one).
+
+    prepare: ``(aux_state, batch, hparams, key) -> (aux_state, batch, metrics)``, the
+      learners' updates, demonstrations and reward terms before the agent's loss.
+    loss_grads: ``(params, aux_state, batch, key) -> (grads or None, aux_grads,
+      metrics)``, the loss terms' gradient with respect to the agent's ``params``.
+    combine: ``(grads, term grads) -> grads``, the agent's gradient plus the terms'.
+    after_step: ``(aux_state, aux_grads, new params) -> aux_state``.
+    nan_metrics: ``(shapes thunk) -> metrics``, NaN metrics for an update that did not
+      learn (``shapes`` returns the learning branch's metric shapes).
+    """
+
+    prepare: Callable[..., tuple[Any, Transition, dict[str, jax.Array]]]
+    loss_grads: Callable[..., tuple[Any, Any, dict[str, jax.Array]]]
+    combine: Callable[[Any, Any], Any]
+    after_step: Callable[[Any, Any, Any], Any]
+    nan_metrics: Callable[[Callable[[], Any]], dict[str, jax.Array]]
+
+
+def auxiliary_steps(aux: Auxiliary | None, windows: bool) -> AuxiliarySteps:
+    """``aux``'s steps for a skeleton whose batches are n-step windows ``[B, n, ...]``
+    (``windows``: ``step_windows``, the learners' hyperparameters ``constants``) or
+    one-step ``[B, ...]`` (``step`` with the skeleton's hyperparameters)."""
+    if aux is None:
+        return AuxiliarySteps(
+            prepare=lambda aux_state, batch, h, key: (aux_state, batch, {}),
+            loss_grads=lambda params, aux_state, batch, key: (None, None, {}),
+            combine=lambda grads, terms: grads,
+            after_step=lambda aux_state, aux_grads, params: aux_state,
+            nan_metrics=lambda shapes: {},
+        )
+    if windows:
+        prepare = lambda aux_state, batch, h, key: step_windows(aux, aux_state, batch, key)
+    else:
+        prepare = lambda aux_state, batch, h, key: step(aux, aux_state, batch, h, key)
+    nan = lambda shapes: jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes())
+    steps = AuxiliarySteps(
+        prepare=prepare,
+        loss_grads=lambda params, aux_state, batch, key: (None, None, {}),
+        combine=lambda grads, terms: grads,
+        after_step=lambda aux_state, aux_grads, params: aux_state,
+        nan_metrics=nan,
+    )
+    if not has_loss(aux):
+        return steps
+    return steps._replace(
+        loss_grads=lambda params, aux_state, batch, key: loss_grads(
+            aux, params, aux_state, batch, key, windows=windows
+        ),
+        combine=lambda grads, terms: jax.tree.map(jnp.add, grads, terms),
+        after_step=lambda aux_state, aux_grads, params: after_step(
+            aux, aux_state, aux_grads, params
+        ),
+    )

@@ -5,7 +5,7 @@ with it (the Q-learning agent, the off-policy actor-critics)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -42,3 +42,38 @@ def adapt_param_noise(
     )
     params = pn_ops.perturb_params(acting_key, actor_params, sigma)
     return {"params": params, "sigma": sigma, "distance": distance}
+
+
+class ParamNoise(NamedTuple):
+    """Parameter-space noise as a skeleton's exploration strategy; ``no_param_noise()``'s
+    functions are identities.
+
+    init: ``(params, key) -> noise state`` (the state's ``param_noise``; None without).
+    acting: ``(noise state, params, epsilon) -> (params, epsilon)``, what explores: the
+      perturbed network, greedy (epsilon 0), or the unchanged arguments.
+    adapt: ``(skeleton state, metrics, key) -> (skeleton state, metrics)``, the scale
+      adapted after an update (the skeleton's own distance measure), with its metrics.
+    """
+
+    init: Callable[[Any, jax.Array], Any]
+    acting: Callable[[Any, Any, Any], tuple[Any, Any]]
+    adapt: Callable[[Any, dict, jax.Array], tuple[Any, dict]]
+
+
+def no_param_noise() -> ParamNoise:
+    """No parameter noise: nothing in the state, the online network explores."""
+    return ParamNoise(
+        init=lambda params, key: None,
+        acting=lambda noise, params, epsilon: (params, epsilon),
+        adapt=lambda state, metrics, key: (state, metrics),
+    )
+
+
+def param_noise(cfg: Any, adapt: Callable[[Any, dict, jax.Array], tuple[Any, dict]]) -> ParamNoise:
+    """Parameter noise of ``cfg``'s ``param_noise_*`` options: the perturbed network
+    explores greedily; ``adapt`` is the skeleton's adaptation (Q-values or actions)."""
+    return ParamNoise(
+        init=lambda params, key: init_param_noise(cfg, params, key),
+        acting=lambda noise, params, epsilon: (noise["params"], jnp.zeros((), jnp.float32)),
+        adapt=adapt,
+    )

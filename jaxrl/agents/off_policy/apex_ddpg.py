@@ -67,7 +67,7 @@ class ApexDDPGConfig(td3.DDPGConfig, ApexOptions):
     noise_sigma: td3.PerDim = 0.1
 
 
-def _insert(cfg: ApexDDPGConfig, buffer, algorithm, state, buffer_state, data, h, priority):
+def _insert(cfg: ApexDDPGConfig, buffer, algorithm, state, buffer_state, data, h, sampling):
     """The skeleton's ``insert`` hook: the items that ``data`` ``[T, N]`` completed get the
     TD errors of the actors' copy as priorities."""
     num_steps, num_envs = data.reward.shape[:2]
@@ -75,10 +75,11 @@ def _insert(cfg: ApexDDPGConfig, buffer, algorithm, state, buffer_state, data, h
     t, e = completed_items(rows, num_steps, num_envs, cfg.buffer_size // num_envs, cfg.n_step)
     ones = jnp.ones(t.shape, jnp.float32)
     sample = ReplaySample(buffer.gather(buffer_state, t, e), t, e, t * num_envs + e, ones)
-    batch = replay_batch(cfg, sample, ones.size, h)
+    batch = replay_batch(cfg, sample, ones.size, h, sampling)
     actors = dataclasses.replace(state.learner, **state.actors)
     _, metrics = algorithm.gradient_step(actors, batch, h, jax.random.PRNGKey(0))
-    return buffer.update_priorities(buffer_state, t * num_envs + e, metrics["td_error"], priority)
+    td_error, knobs = metrics["td_error"], sampling.knobs(h)
+    return buffer.update_priorities(buffer_state, t * num_envs + e, td_error, knobs)
 
 
 def make_apex_ddpg(spec: EnvSpec, **overrides: Any) -> Agent:

@@ -48,13 +48,13 @@ from jaxrl.agents.auxiliary.latent_prior import LatentPriorOptions
 from jaxrl.agents.auxiliary.options import AuxiliaryOptions, make_auxiliary
 from jaxrl.agents.common.action_box import action_box
 from jaxrl.agents.common.optim import OptimizerOptions, scale_transform, scheduled_lrs
-from jaxrl.agents.common.param_noise import init_param_noise
+from jaxrl.agents.common.param_noise import no_param_noise, param_noise
 from jaxrl.agents.common.replay_choice import make_replay
+from jaxrl.agents.common.replay_sampling import prioritized_sampling, uniform_sampling
 from jaxrl.agents.off_policy.parts import exploration_noise, learn, param_noise_step
 from jaxrl.buffers import PriorityParams
 from jaxrl.networks.spec import TorsoSpec
 from jaxrl.ops import noise as noise_ops
-from jaxrl.ops.schedules import linear_schedule
 from jaxrl.ops.targets import hysteretic_target
 from jaxrl.types import Agent, ConfigError, EnvSpec, Transition, shared_field
 from jaxrl.validation import option
@@ -299,8 +299,8 @@ def make_off_policy_agent(
 ) -> Agent:
     """Builds ``Agent(init, act, update)`` around ``algorithm`` (module docstring);
     ``learners`` are auxiliary learners attached besides those of ``cfg`` (the VAE prior's,
-    ``agents/auxiliary/latent_prior.py``); ``insert`` sets new items' priorities after ``add``
-    (Ape-X's actors, ``agents/off_policy/apex_ddpg.py``)."""
+    ``agents/auxiliary/latent_prior.py``); ``insert`` sets new items' priorities after
+    ``add``, given the replay sampling (Ape-X's actors, ``agents/off_policy/apex_ddpg.py``)."""
     low, high = action_box(spec, name)
     action_dim = low.shape[0]
     centre, half = (high + low) / 2, (high - low) / 2
@@ -309,7 +309,21 @@ def make_off_policy_agent(
     optimizer = make_optimizer(cfg)
     kind = cfg.exploration_noise
     n = spec.num_envs
-    param_noise = getattr(cfg, "param_noise", False)
+    sampling = uniform_sampling()
+    if cfg.prioritized:  # the buffer's knobs and beta's start kept in hparams
+        sampling = prioritized_sampling(
+            buffer,
+            cfg.beta_decay_steps,
+            knobs=lambda h: PriorityParams(h["priority_alpha"], h["priority_eps"]),
+            beta_start=lambda h: h["beta_start"],
+            hparams={k: getattr(cfg, k) for k in ("priority_alpha", "beta_start", "priority_eps")},
+        )
+    perturbation = no_param_noise()
+    if getattr(cfg, "param_noise", False):  # TD3/DDPG's parameter noise (Plappert et al.)
+        adapt = lambda state, metrics, key: param_noise_step(
+            cfg, buffer, algorithm.policy, state, metrics, key
+        )
+        perturbation = param_noise(cfg, adapt)
     auxiliary = make_auxiliary(
         spec, cfg, name, lambda a: (a - centre) / half, encoder=algorithm.encoder
     )
@@ -342,9 +356,7 @@ def make_off_policy_agent(
         )
         hparams = {k: jnp.asarray(v, jnp.float32) for k, v in scalars.items()}
         hparams.update({k: jnp.asarray(v) for k, v in noise_params.items()})
-        if cfg.prioritized:
-            for k in ("priority_alpha", "beta_start", "priority_eps"):
-                hparams[k] = jnp.asarray(getattr(cfg, k), jnp.float32)
+        hparams.update({k: jnp.asarray(v, jnp.float32) for k, v in sampling.hparams.items()})
         learner = LearnerState(
             actor_params=actor_params,
             critic_params=critic_params,
@@ -356,15 +368,12 @@ def make_off_policy_agent(
             updates=jnp.zeros((), jnp.int32),
             aux=aux_lib.init(auxiliary, key, critic_params),
         )
-        noise = None
-        if param_noise:
-            noise = init_param_noise(cfg, actor_params, jax.random.fold_in(key, 1))
         return OffPolicyState(
             learner=learner,
             buffer=buffer.init(example),
             step=jnp.zeros((), jnp.int32),
             hparams=hparams,
-            param_noise=noise,
+            param_noise=perturbation.init(actor_params, jax.random.fold_in(key, 1)),
         )
 
     def init_carry(num_envs: int) -> Any:
@@ -374,8 +383,8 @@ def make_off_policy_agent(
     def act(state: OffPolicyState, obs: jax.Array, carry, key: jax.Array, explore: bool = True):
         policy_key, noise_key, random_key = jax.random.split(key, 3)
         actor_params = state.learner.actor_params
-        if explore and param_noise:  # the perturbed actor explores
-            actor_params = state.param_noise["params"]
+        if explore:  # with parameter noise the perturbed actor explores
+            actor_params, _ = perturbation.acting(state.param_noise, actor_params, None)
         action = algorithm.policy(actor_params, obs, policy_key, explore)
         if explore:
             noise, carry = exploration_noise(kind, state.hparams, carry, noise_key, action.shape)
@@ -387,33 +396,27 @@ def make_off_policy_agent(
     def update(state: OffPolicyState, rollout: Transition, key: jax.Array):
         num_steps, num_envs = rollout.reward.shape
         data = rollout._replace(action=(rollout.action - centre) / half, extras={})
-        priority = None
-        if cfg.prioritized:
-            priority = PriorityParams(
-                state.hparams["priority_alpha"], state.hparams["priority_eps"]
-            )
+        priority = sampling.knobs(state.hparams)
         buffer_state = buffer.add(state.buffer, data, priority)
         step = state.step + num_steps * num_envs
         learning = (step >= cfg.learning_starts) & buffer.can_sample(buffer_state)
         k = cfg.updates_per_step * num_steps
-        do_learn = functools.partial(learn, cfg, buffer, algorithm, num_steps=k, aux=auxiliary)
+        do_learn = functools.partial(
+            learn, cfg, buffer, algorithm, num_steps=k, aux=auxiliary, sampling=sampling
+        )
         hparams = scheduled_lrs(cfg, state.hparams, step)
-        if cfg.prioritized:
-            beta = linear_schedule(hparams["beta_start"], 1.0, cfg.beta_decay_steps)(step)
-            hparams = {**hparams, "beta": beta}
+        hparams = {**hparams, "beta": sampling.beta(hparams, step)}  # None: uniform replay
         if insert is not None:
-            buffer_state = insert(buffer, algorithm, state, buffer_state, data, hparams, priority)
+            buffer_state = insert(buffer, algorithm, state, buffer_state, data, hparams, sampling)
         args = (state.learner, buffer_state, hparams, key)
         shapes = jax.eval_shape(do_learn, *args)[1]
         skip = lambda learner, buffer_state, *_: (
-            (learner, buffer_state if cfg.prioritized else None),
+            (learner, sampling.threaded(buffer_state)),
             jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes),
         )
         (learner, carried), metrics = jax.lax.cond(learning, do_learn, skip, *args)
-        buffer_state = carried if cfg.prioritized else buffer_state
+        buffer_state = sampling.source(buffer_state, carried)
         state = dataclasses.replace(state, learner=learner, buffer=buffer_state, step=step)
-        if param_noise:
-            state, metrics = param_noise_step(cfg, buffer, algorithm.policy, state, metrics, key)
-        return state, metrics
+        return perturbation.adapt(state, metrics, key)
 
     return Agent(init=init, act=act, update=update, init_carry=init_carry)

@@ -17,19 +17,26 @@ from jax.typing import ArrayLike
 
 from jaxrl.agents.auxiliary import base as auxiliary
 from jaxrl.agents.common.param_noise import adapt_param_noise
-from jaxrl.buffers import PriorityParams
+from jaxrl.agents.common.replay_sampling import ReplaySampling, uniform_sampling
 from jaxrl.ops import noise as noise_ops
-from jaxrl.ops.prioritized import importance_weights
 from jaxrl.ops.returns import n_step_bootstrap
 from jaxrl.types import Transition
 
+UNIFORM = uniform_sampling()
 
-def replay_batch(cfg: Any, sample: Any, num_items: ArrayLike, hparams) -> Transition:
+
+def replay_batch(
+    cfg: Any,
+    sample: Any,
+    num_items: ArrayLike,
+    hparams,
+    sampling: ReplaySampling = UNIFORM,
+) -> Transition:
     """A sampled window ``[B, n, ...]`` as the one-step-shaped ``Transition`` ``[B, ...]``
     that ``Algorithm.gradient_step`` takes: for ``n_step > 1`` the reward is the n-step
     discounted sum, ``next_obs`` the bootstrap observation and ``extras["discount"]`` the
-    bootstrap coefficient (``td_target``); with prioritized replay ``extras["weight"]``
-    holds the importance weights ``[B]`` (exponent ``hparams["beta"]``)."""
+    bootstrap coefficient (``td_target``); ``sampling``'s extras added (prioritized replay:
+    ``extras["weight"]``, the importance weights ``[B]`` of exponent ``hparams["beta"]``)."""
     batch = sample.experience
     if cfg.n_step == 1:
         batch = jax.tree.map(lambda x: x[:, 0], batch)  # [B, 1, ...] -> [B, ...]
@@ -46,10 +53,8 @@ def replay_batch(cfg: Any, sample: Any, num_items: ArrayLike, hparams) -> Transi
             truncated=pick(batch.truncated),
             extras={"discount": nstep.bootstrap_discount},
         )
-    if cfg.prioritized:
-        weight = importance_weights(sample.probabilities, num_items, hparams["beta"])
-        batch = batch._replace(extras={**batch.extras, "weight": weight})
-    return batch
+    extras = sampling.weights(sample.probabilities, num_items, hparams.get("beta"))
+    return batch._replace(extras={**batch.extras, **extras})
 
 
 def hard_target_update(learner: Any, period: int) -> Any:
@@ -97,63 +102,56 @@ def learn(
     key: jax.Array,
     num_steps: int,
     aux: Any = None,
+    sampling: ReplaySampling = UNIFORM,
 ) -> tuple[tuple[Any, Any], dict[str, jax.Array]]:
     """``num_steps`` gradient steps of ``algorithm`` on batches sampled from ``buffer``, in
-    one ``lax.scan``. Returns ``((learner, buffer_state or None), metrics)``: the buffer
-    state (its priorities updated) with prioritized replay, else None; metrics averaged
-    over the steps. With ``aux`` (``agents/auxiliary/base.py``) each batch first goes through
-    ``auxiliary.step`` (the learners' updates, demonstrations, reward terms; their state in
-    ``learner.aux``). With ``target_update_period`` the algorithm's Polyak steps become
-    no-ops (``tau`` 0) and the targets are copied every period instead."""
+    one ``lax.scan``. Returns ``((learner, threaded), metrics)``: ``threaded`` the buffer
+    state with its priorities updated under prioritized ``sampling``, else None; metrics
+    averaged over the steps. With ``aux`` (``agents/auxiliary/base.py``) each batch first
+    goes through ``auxiliary.step`` (the learners' updates, demonstrations, reward terms;
+    their state in ``learner.aux``). With ``target_update_period`` the algorithm's Polyak
+    steps become no-ops (``tau`` 0) and the targets are copied every period instead."""
     h = {**hparams, "tau": jnp.zeros((), jnp.float32)} if cfg.target_update_period else hparams
+    steps = auxiliary.auxiliary_steps(aux, windows=False)
 
     def step(carry, key):
         learner, carried = carry
-        buffer_now = carried if cfg.prioritized else buffer_state
+        buffer_now = sampling.source(buffer_state, carried)
         sample_key, step_key = jax.random.split(key)
         sample = buffer.sample(buffer_now, sample_key)
-        batch = replay_batch(cfg, sample, buffer.num_items(buffer_now), hparams)
-        aux_metrics = {}
-        if aux is not None:
-            aux_state, batch, aux_metrics = auxiliary.step(aux, learner.aux, batch, h, key)
-            learner = dataclasses.replace(learner, aux=aux_state)
-        if auxiliary.has_loss(aux):  # CURL: a term on the critic's encoder (auxiliary.py)
-            learner, metrics = loss_term_step(algorithm, aux, learner, batch, h, key, step_key)
-        else:
-            learner, metrics = algorithm.gradient_step(learner, batch, h, step_key)
+        batch = replay_batch(cfg, sample, buffer.num_items(buffer_now), hparams, sampling)
+        aux_state, batch, aux_metrics = steps.prepare(learner.aux, batch, h, key)
+        learner = dataclasses.replace(learner, aux=aux_state)
+        learner, metrics = loss_term_step(algorithm, steps, learner, batch, h, key, step_key)
         metrics = {**metrics, **aux_metrics}
-        if cfg.prioritized:
-            knobs = PriorityParams(hparams["priority_alpha"], hparams["priority_eps"])
-            priorities = metrics.pop("td_error")
-            carried = buffer.update_priorities(carried, sample.indices, priorities, knobs)
+        priorities = metrics.pop("td_error", None)  # with weights: prioritized replay
+        carried = sampling.feed_back(carried, sample.indices, priorities, hparams)
         if cfg.target_update_period:
             learner = hard_target_update(learner, cfg.target_update_period)
         return (learner, carried), metrics
 
-    carry = (learner, buffer_state if cfg.prioritized else None)
+    carry = (learner, sampling.threaded(buffer_state))
     carry, metrics = jax.lax.scan(step, carry, jax.random.split(key, num_steps))
     return carry, jax.tree.map(jnp.nanmean, metrics)
 
 
 def loss_term_step(
     algorithm: Any,
-    aux: Any,
+    steps: auxiliary.AuxiliarySteps,
     learner: Any,
     batch: Transition,
     h: dict[str, jax.Array],
     key: jax.Array,
     step_key: jax.Array,
 ) -> tuple[Any, dict[str, jax.Array]]:
-    """One gradient step of ``algorithm`` with the loss terms of ``aux``'s learners
-    (``auxiliary.loss_grads`` at the critic's parameters before the step): their gradient
-    is added to the critic loss's (``critic_grads``), then each learner's ``after_step``
-    sees its own gradient and the critic's new parameters. Returns ``(learner,
-    metrics)``, the learners' metrics among them."""
-    grads, aux_grads, aux_metrics = auxiliary.loss_grads(
-        aux, learner.critic_params, learner.aux, batch, key, windows=False
-    )
+    """One gradient step of ``algorithm`` with the loss terms of the learners of
+    ``steps`` (CURL's, at the critic's parameters before the step; none without such a
+    learner): their gradient is added to the critic loss's (``critic_grads``), then each
+    learner's ``after_step`` sees its own gradient and the critic's new parameters.
+    Returns ``(learner, metrics)``, the learners' metrics among them."""
+    grads, aux_grads, aux_metrics = steps.loss_grads(learner.critic_params, learner.aux, batch, key)
     learner, metrics = algorithm.gradient_step(learner, batch, h, step_key, critic_grads=grads)
-    aux_state = auxiliary.after_step(aux, learner.aux, aux_grads, learner.critic_params)
+    aux_state = steps.after_step(learner.aux, aux_grads, learner.critic_params)
     return dataclasses.replace(learner, aux=aux_state), {**metrics, **aux_metrics}
 
 

@@ -44,7 +44,12 @@ import optax
 from jaxrl.agents.auxiliary import base as aux_lib
 from jaxrl.agents.auxiliary.options import make_auxiliary
 from jaxrl.agents.common.optim import scale_transform, scheduled_lr
-from jaxrl.agents.common.param_noise import init_param_noise
+from jaxrl.agents.common.param_noise import param_noise
+from jaxrl.agents.common.replay_sampling import (
+    ReplaySampling,
+    prioritized_sampling,
+    uniform_sampling,
+)
 from jaxrl.agents.q_learning.config import (
     Exploration,
     Prioritization,
@@ -53,17 +58,17 @@ from jaxrl.agents.q_learning.config import (
     QLearningConfig,
 )
 from jaxrl.agents.q_learning.exploration import (
+    Explorer,
     ParamNoiseConfig,
     adapt_param_noise,
     current_epsilon,
+    epsilon_greedy_explorer,
     scheduled_epsilon,
 )
 from jaxrl.agents.q_learning.value_heads import ValueHead
 from jaxrl.buffers import PriorityParams, ReplayBuffer
 from jaxrl.networks import MLP, QNetwork, make_torso
 from jaxrl.ops import (
-    importance_weights,
-    linear_schedule,
     masked_epsilon_greedy,
     n_step_bootstrap,
     soft_update,
@@ -120,9 +125,11 @@ class _Parts(NamedTuple):
     network: QNetwork
     optimizer: optax.GradientTransformation
     explore: Exploration
-    prioritization: Prioritization | None
+    sampling: ReplaySampling
+    explorer: Explorer
     hparams: type
     aux: aux_lib.Auxiliary | None = None
+    aux_steps: aux_lib.AuxiliarySteps = aux_lib.auxiliary_steps(None, windows=True)
 
 
 def _apply(p: _Parts, params, obs, key, deterministic=False, role="online"):
@@ -148,10 +155,7 @@ def _split(p: _Parts, key: jax.Array, n: int) -> list:
 
 
 def _priority(p: _Parts, state: QLearningState) -> PriorityParams | None:
-    if p.prioritization is None:
-        return None
-    h = cast(PrioritizedHparams, state.hparams)  # make_parts' hparams with prioritization
-    return PriorityParams(h.alpha, h.priority_eps)
+    return p.sampling.knobs(state.hparams)
 
 
 def _epsilon(p: _Parts, state: QLearningState, explore: bool) -> jax.Array:
@@ -176,9 +180,6 @@ def _init(p: _Parts, key: jax.Array) -> QLearningState:
     )
     fields = {f.name for f in dataclasses.fields(p.hparams)}
     hparams = p.hparams(**{k: jnp.asarray(getattr(p.cfg, k), jnp.float32) for k in fields})
-    noise = None
-    if p.explore.param_noise:  # the perturbed network that explores (exploration.py)
-        noise = init_param_noise(p.cfg, params, jax.random.fold_in(key, 1))
     return QLearningState(
         params=params,
         target_params=params,
@@ -187,7 +188,7 @@ def _init(p: _Parts, key: jax.Array) -> QLearningState:
         step=jnp.zeros((), jnp.int32),
         updates=jnp.zeros((), jnp.int32),
         hparams=hparams,
-        param_noise=noise,
+        param_noise=p.explorer.noise.init(params, jax.random.fold_in(key, 1)),
         aux=aux_lib.init(p.aux, key, params),
     )
 
@@ -195,11 +196,13 @@ def _init(p: _Parts, key: jax.Array) -> QLearningState:
 def _act(p: _Parts, state: QLearningState, obs, carry, key: jax.Array, explore: bool = True):
     noise_key, key = jax.random.split(key) if _stochastic(p) else (None, key)
     params, epsilon = state.params, _epsilon(p, state, explore)
-    if explore and p.explore.param_noise:  # greedy in the perturbed network (Plappert)
-        params, epsilon = state.param_noise["params"], jnp.zeros((), jnp.float32)
+    select = masked_epsilon_greedy  # greedy evaluation at eval_epsilon
+    if explore:  # the explorer's network (perturbed with parameter noise) and choice
+        params, epsilon = p.explorer.noise.acting(state.param_noise, params, epsilon)
+        select = p.explorer.select
     out = _apply(p, params, obs, noise_key, deterministic=not explore, role="act")
     q = p.head.q_values(out)
-    action = masked_epsilon_greedy(key, q, epsilon, action_mask(obs))
+    action = select(key, q, epsilon, action_mask(obs))
     return action, carry, ({} if explore else {"q_values": q})  # q: TensorBoard histograms
 
 
@@ -237,47 +240,37 @@ def _gradient_step(p: _Parts, state: QLearningState, carry, key):
     """One minibatch step. ``carry`` holds what changes: params, optimizer state and,
     with prioritized replay only, the buffer (its priorities); a uniform buffer stays in
     ``state`` so that it is not threaded (and copied) through the loop."""
-    params, opt_state, buffer_state, aux_state = carry
-    prioritized = p.prioritization is not None
+    params, opt_state, threaded, aux_state = carry
     stochastic = _stochastic(p)
     sample_key, *noise_keys = [key, *_split(p, key, 3)] if stochastic else [key, None, None, None]
-    sample = p.buffer.sample(buffer_state if prioritized else state.buffer, sample_key)
+    buffer_state = p.sampling.source(state.buffer, threaded)
+    sample = p.buffer.sample(buffer_state, sample_key)
     batch = sample.experience
-    aux_metrics: dict[str, jax.Array] = {}
-    if p.aux is not None:
-        aux_state, batch, aux_metrics = aux_lib.step_windows(p.aux, aux_state, batch, key)
+    aux_state, batch, aux_metrics = p.aux_steps.prepare(aux_state, batch, None, key)
     target = _targets(p, state, params, batch, noise_keys[:2])
-    if p.prioritization is not None:
-        decay = p.prioritization.beta_decay_steps
-        h = cast(PrioritizedHparams, state.hparams)
-        beta = linear_schedule(h.beta_start, 1.0, decay)(state.step)
-        weights = importance_weights(sample.probabilities, p.buffer.num_items(buffer_state), beta)
-    else:
-        weights = jnp.ones(batch.action.shape[:1], jnp.float32)
+    beta = p.sampling.beta(state.hparams, state.step)
+    extras = p.sampling.weights(sample.probabilities, p.buffer.num_items(buffer_state), beta)
+    weights = extras.get("weight", jnp.ones(batch.action.shape[:1], jnp.float32))
     loss_fn = functools.partial(_loss, p)
     (loss, (priorities, q_mean)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
         params, batch, target, weights, noise_keys[2]
     )
-    if aux_lib.has_loss(p.aux):  # CURL: a loss term on the agent's params (auxiliary.py)
-        term_grads, aux_grads, m = aux_lib.loss_grads(p.aux, params, aux_state, batch, key)
-        grads = jax.tree.map(jnp.add, grads, term_grads)
-        aux_metrics = {**aux_metrics, **m}
-    if prioritized:
-        buffer_state = p.buffer.update_priorities(
-            buffer_state, sample.indices, priorities, _priority(p, state)
-        )
+    # CURL: a loss term on the agent's params (agents/auxiliary/base.py)
+    term_grads, aux_grads, m = p.aux_steps.loss_grads(params, aux_state, batch, key)
+    grads = p.aux_steps.combine(grads, term_grads)
+    aux_metrics = {**aux_metrics, **m}
+    threaded = p.sampling.feed_back(threaded, sample.indices, priorities, state.hparams)
     updates, opt_state = p.optimizer.update(grads, opt_state, params)
     lr = scheduled_lr(p.cfg, state.hparams.lr, state.step)
     updates = jax.tree.map(lambda u: -lr * u, updates)
     params = optax.apply_updates(params, updates)
-    if aux_lib.has_loss(p.aux):
-        aux_state = aux_lib.after_step(p.aux, aux_state, aux_grads, params)
-    return (params, opt_state, buffer_state, aux_state), (loss, q_mean, aux_metrics)
+    aux_state = p.aux_steps.after_step(aux_state, aux_grads, params)
+    return (params, opt_state, threaded, aux_state), (loss, q_mean, aux_metrics)
 
 
 def _learn(p: _Parts, state: QLearningState, key: jax.Array):
     keys = jax.random.split(key, p.cfg.updates_per_rollout)
-    carried = state.buffer if p.prioritization is not None else None
+    carried = p.sampling.threaded(state.buffer)
     step = lambda carry, key: _gradient_step(p, state, carry, key)
     carry = (state.params, state.opt_state, carried, state.aux)
     carry, (loss, q_mean, aux_metrics) = jax.lax.scan(step, carry, keys)
@@ -286,11 +279,9 @@ def _learn(p: _Parts, state: QLearningState, key: jax.Array):
 
 def _skip(p: _Parts, state: QLearningState, key: jax.Array):
     nan = jnp.full((), jnp.nan, jnp.float32)
-    carried = state.buffer if p.prioritization is not None else None
-    aux_metrics = {}
-    if p.aux is not None:
-        shapes = jax.eval_shape(functools.partial(_learn, p), state, key)[-1]
-        aux_metrics = jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes)
+    carried = p.sampling.threaded(state.buffer)
+    shapes = lambda: jax.eval_shape(functools.partial(_learn, p), state, key)[-1]
+    aux_metrics = p.aux_steps.nan_metrics(shapes)
     return state.params, state.opt_state, carried, state.aux, nan, nan, aux_metrics
 
 
@@ -318,23 +309,20 @@ def learn_from_replay(p: _Parts, state: QLearningState, key: jax.Array, env_step
         state,
         params=params,
         opt_state=opt_state,
-        buffer=buffer_state if p.prioritization is not None else state.buffer,
+        buffer=p.sampling.source(state.buffer, buffer_state),
         target_params=soft_update(state.target_params, params, tau),
         updates=state.updates + jnp.where(learning, p.cfg.updates_per_rollout, 0),
         aux=aux_state,
     )
     metrics = {"loss": loss, "q_mean": q_mean, "epsilon": _epsilon(p, state, True)}
     metrics.update(aux_metrics)
-    if p.explore.param_noise:
-        state = _adapt_param_noise(p, state, key)
-        noise = state.param_noise
-        metrics.update(param_noise_sigma=noise["sigma"], param_noise_distance=noise["distance"])
-    return state, metrics
+    return p.explorer.noise.adapt(state, metrics, key)
 
 
-def _adapt_param_noise(p: _Parts, state: QLearningState, key: jax.Array) -> QLearningState:
+def _adapt_param_noise(p: _Parts, state: QLearningState, metrics: dict, key: jax.Array):
     """The parameter-noise scale adapted on a replay batch's first observations against
-    the epsilon schedule's current value (``exploration.adapt_param_noise``)."""
+    the epsilon schedule's current value (``exploration.adapt_param_noise``); its scale
+    and distance added to ``metrics``."""
     sample_key, probe_key, acting_key = jax.random.split(jax.random.fold_in(key, 1), 3)
     obs = jax.tree.map(lambda x: x[:, 0], p.buffer.sample(state.buffer, sample_key).experience.obs)
     q_values = lambda params: p.head.q_values(_apply(p, params, obs, None, deterministic=True))
@@ -344,7 +332,12 @@ def _adapt_param_noise(p: _Parts, state: QLearningState, key: jax.Array) -> QLea
         num_actions(p.spec),
         probe_key, acting_key,
     )  # fmt: skip
-    return dataclasses.replace(state, param_noise=noise)
+    metrics = {
+        **metrics,
+        "param_noise_sigma": noise["sigma"],
+        "param_noise_distance": noise["distance"],
+    }
+    return dataclasses.replace(state, param_noise=noise), metrics
 
 
 def _encoder(spec: EnvSpec, network: QNetwork) -> aux_lib.Encoder:
@@ -365,11 +358,15 @@ def make_q_agent(
     exploration: Exploration = Exploration(),
     prioritization: Prioritization | None = None,
     name: str = "q_learning",
+    explorer: Explorer | None = None,
 ) -> Agent:
     """The Q-learning agent of these parts (module docstring). ``prioritization`` must be
     given iff ``buffer`` is prioritized; ``cfg`` then needs ``beta_start``, ``alpha`` and
-    ``priority_eps`` (they go into ``hparams``)."""
+    ``priority_eps`` (they go into ``hparams``). ``explorer``: an exploration strategy
+    (``exploration.Explorer``) in place of the one ``exploration`` describes."""
     p = make_parts(spec, cfg, head, buffer, exploration, prioritization, name)
+    if explorer is not None:
+        p = p._replace(explorer=explorer)
     return Agent(
         functools.partial(_init, p), functools.partial(_act, p), functools.partial(_update, p)
     )
@@ -384,6 +381,15 @@ def make_parts(spec, cfg, head, buffer, exploration, prioritization, name) -> _P
         )
     clip = [optax.clip_by_global_norm(cfg.max_grad_norm)] if cfg.max_grad_norm else []
     network = make_network(spec, cfg, head, exploration)
+    auxiliary = make_auxiliary(spec, cfg, name, encoder=_encoder(spec, network))
+    sampling = uniform_sampling()
+    if prioritization is not None:  # the buffer's knobs and beta kept in PrioritizedHparams
+        sampling = prioritized_sampling(
+            buffer,
+            prioritization.beta_decay_steps,
+            knobs=lambda h: PriorityParams(h.alpha, h.priority_eps),
+            beta_start=lambda h: h.beta_start,
+        )
     parts = _Parts(
         spec=spec,
         cfg=cfg,
@@ -392,8 +398,14 @@ def make_parts(spec, cfg, head, buffer, exploration, prioritization, name) -> _P
         network=network,
         optimizer=optax.chain(*clip, scale_transform(cfg, cfg.adam_eps)),
         explore=exploration,
-        prioritization=prioritization,
+        sampling=sampling,
+        explorer=epsilon_greedy_explorer(),
         hparams=QHparams if prioritization is None else PrioritizedHparams,
-        aux=make_auxiliary(spec, cfg, name, encoder=_encoder(spec, network)),
+        aux=auxiliary,
+        aux_steps=aux_lib.auxiliary_steps(auxiliary, windows=True),
     )
+    if exploration.param_noise:  # the perturbed network explores (exploration.py)
+        adapt = lambda state, metrics, key: _adapt_param_noise(parts, state, metrics, key)
+        noise = param_noise(cfg, adapt)
+        parts = parts._replace(explorer=parts.explorer._replace(noise=noise))
     return parts

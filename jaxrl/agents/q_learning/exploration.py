@@ -20,19 +20,49 @@ otherwise; the exploring network is then perturbed afresh at the new scale.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
 
 from jaxrl.agents.common.optim import epsilon_schedule
+from jaxrl.agents.common.param_noise import ParamNoise, no_param_noise
 from jaxrl.agents.q_learning.config import Exploration, QHparams, QLearningConfig
+from jaxrl.ops.exploration import masked_epsilon_greedy
 from jaxrl.ops.param_noise import (
     adapt_noise_scale,
     epsilon_kl_threshold,
     perturb_params,
     softmax_kl,
 )
+
+
+class SelectFn(Protocol):
+    """``(key, q_values [N, A] float32, epsilon float32 scalar, mask [N, A] bool or None)
+    -> actions [N] int32``: the exploring action among the legal ones."""
+
+    def __call__(
+        self, key: jax.Array, q_values: jax.Array, epsilon: jax.Array, mask: jax.Array | None
+    ) -> jax.Array: ...
+
+
+class Explorer(NamedTuple):
+    """How the Q-learning agent explores, as a strategy ``make_q_agent`` takes.
+
+    noise: which network's values explore (``agents/common/param_noise.py``): the online
+      network (``no_param_noise()``), or a perturbed copy adapted after every update.
+    select: the exploring action from those values and the schedule's epsilon (0 with
+      noisy nets or parameter noise). Greedy evaluation always uses epsilon-greedy at
+      ``eval_epsilon``.
+    """
+
+    noise: ParamNoise
+    select: SelectFn
+
+
+def epsilon_greedy_explorer() -> Explorer:
+    """Epsilon-greedy among the legal actions in the online network (DQN, Rainbow)."""
+    return Explorer(noise=no_param_noise(), select=masked_epsilon_greedy)
 
 
 class ParamNoiseConfig(Protocol):

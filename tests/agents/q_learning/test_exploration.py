@@ -51,3 +51,36 @@ def test_adapt_param_noise_matches_numpy(epsilon, grows):
     np.testing.assert_allclose(float(out["sigma"]), new_sigma, rtol=1e-6)
     expected = perturb_params(acting_key, params, out["sigma"])["w"]
     np.testing.assert_array_equal(np.asarray(out["params"]["w"]), np.asarray(expected))
+
+
+def test_an_explorer_chooses_the_exploring_actions_and_evaluation_stays_greedy():
+    """``make_q_agent(explorer=...)``: the strategy's ``select`` picks every exploring
+    action (here always the last legal one, from the values and the mask it is given);
+    ``explore=False`` is epsilon-greedy at ``eval_epsilon`` (0: the argmax)."""
+    from jaxrl import envs
+    from jaxrl.agents.common.param_noise import no_param_noise
+    from jaxrl.agents.common.replay_choice import make_replay
+    from jaxrl.agents.q_learning.core import make_q_agent
+    from jaxrl.agents.q_learning.exploration import Explorer
+    from jaxrl.agents.q_learning.value_heads import expected_value_head
+
+    seen = {}
+
+    def last_action(key, q_values, epsilon, mask):
+        seen["shape"], seen["mask"] = q_values.shape, mask
+        return jnp.full(q_values.shape[:1], q_values.shape[-1] - 1, jnp.int32)
+
+    env = envs.make("CartPole-v1", num_envs=3)
+    cfg = DQNConfig(eval_epsilon=0.0)
+    buffer = make_replay(env.spec, cfg, "dqn", "auto", prioritized=False)
+    agent = make_q_agent(
+        env.spec, cfg, expected_value_head(), buffer,
+        explorer=Explorer(noise=no_param_noise(), select=last_action),
+    )  # fmt: skip
+    state = agent.init(jax.random.PRNGKey(0))
+    obs = env.reset(jax.random.PRNGKey(1))[1].obs
+    explored, _, _ = agent.act(state, obs, (), jax.random.PRNGKey(2))
+    greedy, _, extras = agent.act(state, obs, (), jax.random.PRNGKey(2), explore=False)
+    np.testing.assert_array_equal(explored, [1, 1, 1])
+    assert seen == {"shape": (3, 2), "mask": None}
+    np.testing.assert_array_equal(greedy, np.argmax(np.asarray(extras["q_values"]), -1))
