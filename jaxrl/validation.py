@@ -91,6 +91,39 @@ def check_int(what: str, value: Any, minimum: int = 1) -> int:
     return int(value)
 
 
+def fixes(**values: Any) -> Any:
+    """A class decorator, applied under ``@dataclasses.dataclass``: the options of a base
+    config that this config's agent does not take become class constants of the given
+    values (``typing.ClassVar``), so the config, its ``--help`` and its ``config.yaml``
+    no longer hold them while the code that reads them sees the fixed value. A given
+    value equal to the fixed one is accepted (``config.yaml`` files saved before);
+    ``build_config`` refuses any other in one line."""
+
+    def fix(cls: type) -> type:
+        annotations = cls.__dict__.get("__annotations__")
+        if annotations is None:
+            annotations = {}
+            cls.__annotations__ = annotations
+        for name, value in values.items():
+            annotations[name] = typing.ClassVar[type(value)]
+            setattr(cls, name, value)
+        return cls
+
+    return fix
+
+
+def fixed_options(cls: type) -> dict[str, tuple[Any, Any]]:
+    """``{name: (value, type)}`` of the base options ``cls`` fixes (``fixes``)."""
+    own = {f.name for f in dataclasses.fields(cls)}
+    out: dict[str, tuple[Any, Any]] = {}
+    for base in cls.__mro__[1:]:
+        if dataclasses.is_dataclass(base):
+            types_ = field_types(base)
+            for name in types_.keys() - own - out.keys():
+                out[name] = (getattr(cls, name), types_[name])
+    return out
+
+
 def field_types(cls: type) -> dict[str, Any]:
     """The resolved annotation of every dataclass field of ``cls``, in declaration order."""
     hints = typing.get_type_hints(cls)
@@ -116,6 +149,14 @@ def build_config(cls: type[C], overrides: Mapping[str, Any], where: str) -> C:
         explanation = aliases.refusal(given, types_)
         if explanation is not None:
             raise ConfigError(f"{where}: {explanation}")
+        fixed = fixed_options(cls) if key not in types_ else {}
+        if key in fixed:
+            value_fixed, tp = fixed[key]
+            if coerce(value, tp, f"{where} option '{key}'") == value_fixed:
+                continue  # the value it is fixed at (a config.yaml saved before)
+            raise ConfigError(
+                f"{where} does not take option '{key}': it is fixed at {value_fixed!r}"
+            )
         if key not in types_:
             from jaxrl.suggest import did_you_mean
 

@@ -92,3 +92,27 @@ def test_option_ranges_are_checked_and_inherited():
         assert str(e.value).startswith(message), (kwargs, str(e.value))
     with pytest.raises(ConfigError, match="agent 'x': gamma must be in"):
         build_config(Variant, {"gamma": 2}, "agent 'x'")
+
+
+def test_a_fixed_option_leaves_the_config_and_keeps_its_value():
+    """``fixes``: the base's option is no field of the subclass (no ``--help`` line, no
+    ``config.yaml`` key), reads as the fixed value, is accepted at that value (a saved
+    ``config.yaml``) and refused in one line at any other."""
+    import dataclasses
+
+    from jaxrl.validation import fixed_options, fixes
+
+    @dataclasses.dataclass(frozen=True)
+    @fixes(n=1, loss="huber")
+    class Narrow(Example):
+        extra: int = 0
+
+    assert [f.name for f in dataclasses.fields(Narrow)] == [
+        f.name for f in dataclasses.fields(Example) if f.name not in ("n", "loss")
+    ] + ["extra"]
+    cfg = build_config(Narrow, {"n": 1, "loss": "huber", "extra": 2}, "agent 'narrow'")
+    assert (cfg.n, cfg.loss, cfg.extra) == (1, "huber", 2)
+    assert fixed_options(Narrow)["n"][0] == 1
+    with pytest.raises(ConfigError) as e:
+        build_config(Narrow, {"n": 2}, "agent 'narrow'")
+    assert str(e.value) == "agent 'narrow' does not take option 'n': it is fixed at 1"

@@ -36,7 +36,7 @@ from jaxrl.runners import RunConfig
 from jaxrl.runners.base import SELF_PLAY_OPTIONS
 from jaxrl.suggest import close
 from jaxrl.types import ConfigError
-from jaxrl.validation import build_config, config_to_dict
+from jaxrl.validation import build_config, config_to_dict, fixed_options
 
 PRESET_DIR = Path(__file__).resolve().parents[2] / "configs" / "presets"
 SECTIONS = ("agent", "env", "run")
@@ -382,9 +382,9 @@ def _check_foreign_options(agent: str, options: Mapping[str, Any]) -> None:
     config = agents.entry(agent).config
     if config is None:
         return
-    own = {f.name for f in dataclasses.fields(config)}
+    own = {f.name for f in dataclasses.fields(config)} | fixed_options(config).keys()
     for key in options:
-        if key in own:
+        if key in own:  # a fixed option: build_config accepts its value or refuses
             continue
         owners = [
             name

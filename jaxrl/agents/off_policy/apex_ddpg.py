@@ -43,14 +43,15 @@ from jaxrl.agents.off_policy import td3
 from jaxrl.agents.off_policy.core import OffPolicyState
 from jaxrl.agents.off_policy.parts import replay_batch
 from jaxrl.buffers import ReplaySample
-from jaxrl.types import Agent, ConfigError, EnvSpec, Transition
-from jaxrl.validation import build_config, option
+from jaxrl.types import Agent, EnvSpec, Transition
+from jaxrl.validation import build_config, fixes, option
 
 _EPSILONS = ("actor_epsilon", "actor_epsilon_alpha")  # hparams: sweepable
 _COPIED = ("actor_params", "critic_params", "target_actor_params", "target_critic_params")
 
 
 @dataclasses.dataclass(frozen=True)
+@fixes(prioritized=True, replay_shards=1)  # one prioritized replay
 class ApexDDPGConfig(td3.DDPGConfig, ApexOptions):
     """Ape-X DDPG options: DDPG's (``td3.DDPGConfig``) and Ape-X's actors
     (``ApexOptions``), with prioritized replay on (the paper's ``alpha`` 0.6 and ``beta``
@@ -58,7 +59,6 @@ class ApexDDPGConfig(td3.DDPGConfig, ApexOptions):
     n; the paper's DPG used n-step returns too). Exploration: Gaussian noise of
     ``noise_sigma`` 0.1 (TD3's) scaled per actor."""
 
-    prioritized: bool = True
     priority_alpha: float = option(0.6, ge=0)
     beta_start: float = option(0.4, ge=0, le=1)
     beta_decay_steps: int = option(1_000_000_000, ge=0)
@@ -87,8 +87,6 @@ def make_apex_ddpg(spec: EnvSpec, **overrides: Any) -> Agent:
     name = "apex_ddpg"
     cfg = build_config(ApexDDPGConfig, overrides, f"agent '{name}'")
     check_actors(cfg, spec.num_envs, name)
-    if cfg.replay_shards != 1 or not cfg.prioritized:
-        raise ConfigError(f"agent '{name}' needs replay_shards 1 and prioritized true")
     inner = td3._build(spec, cfg, name, (), lambda *a: _insert(cfg, *a))
     k = actor_count(cfg, spec.num_envs)
 

@@ -62,7 +62,7 @@ from jaxrl.buffers import ReplayBuffer, ReplaySample, make_uniform_replay
 from jaxrl.networks.dynamics import GaussianEnsemble
 from jaxrl.ops.model_based import gaussian_nll, real_batch_size, rollout_length
 from jaxrl.types import Agent, ConfigError, EnvSpec, Transition, shared_field
-from jaxrl.validation import build_config, option
+from jaxrl.validation import build_config, fixes, option
 
 TERMINATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "Pendulum": lambda s: jnp.zeros(s.shape[:-1], bool),
@@ -72,6 +72,23 @@ TERMINATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
 
 
 @dataclasses.dataclass(frozen=True)
+@fixes(  # model data is one-step and uniform; no latent action prior
+    n_step=1,
+    prioritized=False,
+    priority_alpha=0.6,
+    beta_start=0.4,
+    beta_decay_steps=100_000,
+    priority_eps=1e-6,
+    latent_prior=False,
+    latent_size=None,
+    latent_multiplier=3.0,
+    vae_beta=0.01,
+    vae_hidden_sizes=(256, 256),
+    vae_lr=1e-3,
+    vae_steps=2000,
+    vae_batch_size=256,
+    prior_weight=1.0,
+)
 class MBPOConfig(SACConfig):
     """MBPO options; defaults are the paper's (arXiv:1906.08253, appendix C) and its
     reference code's (github.com/jannerm/mbpo, ``examples/config/default.py`` and
@@ -153,10 +170,6 @@ def check_config(spec: EnvSpec, cfg: MBPOConfig, name: str) -> Callable:
             f"agent '{name}' option 'num_elites' ({cfg.num_elites}) must be at most "
             f"'num_members' ({cfg.num_members})"
         )
-    if cfg.n_step != 1 or cfg.prioritized:
-        raise ConfigError(f"agent '{name}' needs n_step 1 and prioritized false (model data)")
-    if cfg.latent_prior:
-        raise ConfigError(f"agent '{name}' does not take latent_prior (use sac, td3 or ddpg)")
     if len(spec.obs_shape) != 1 or spec.obs_extras:
         raise ConfigError(f"agent '{name}' needs flat vector observations, got {spec.obs_shape}")
     if cfg.termination == "never":

@@ -20,10 +20,13 @@ from jaxrl.agents.q_learning.core import make_q_agent
 from jaxrl.agents.q_learning.dqn import DopamineConfig
 from jaxrl.agents.q_learning.value_heads import munchausen_head
 from jaxrl.types import Agent, ConfigError, EnvSpec
-from jaxrl.validation import build_config, option
+from jaxrl.validation import build_config, fixes, option
 
 
 @dataclasses.dataclass(frozen=True)
+@fixes(
+    n_step=1, double=False, min_value=-10.0, max_value=10.0, num_bins=51, sigma=None
+)  # one-step targets, no hl_gauss
 class MDQNConfig(DopamineConfig):
     """M-DQN options; the ``QLearningConfig`` ones as in ``DQNConfig``.
 
@@ -31,7 +34,6 @@ class MDQNConfig(DopamineConfig):
       m_alpha: scaling of the Munchausen term (paper: 0.9).
       m_tau: entropy temperature of ``pi = softmax(Q / tau)`` (paper: 0.03).
       l_0: lower clip of ``tau log pi(a|s)`` (paper: -1).
-      n_step: 1 (the Munchausen term is defined for one-step targets; only 1 is valid).
       loss: ``"huber"`` (Dopamine's DQN loss) or ``"mse"``.
       lr, adam_eps: Adam 5e-5 and 3.125e-4.
       buffer_size, batch_size: 1M and 32.
@@ -51,11 +53,8 @@ class MDQNConfig(DopamineConfig):
 def make_mdqn(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds an M-DQN agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     cfg = build_config(MDQNConfig, overrides, "agent 'mdqn'")
-    if cfg.n_step != 1 or cfg.double or cfg.loss == "hl_gauss":
-        raise ConfigError(
-            f"agent 'mdqn': n_step {cfg.n_step}, double {cfg.double}, loss {cfg.loss!r}: "
-            "M-DQN needs n_step 1, double false and loss huber or mse"
-        )
+    if cfg.loss == "hl_gauss":
+        raise ConfigError("agent 'mdqn': loss 'hl_gauss' does not apply; use huber or mse")
     buffer = make_replay(spec, cfg, "mdqn", "auto", prioritized=False)
     head = munchausen_head(cfg.m_alpha, cfg.m_tau, cfg.l_0, cfg.loss)
     return make_q_agent(spec, cfg, head, buffer, name="mdqn")

@@ -15,15 +15,17 @@ import dataclasses
 from typing import Any
 
 from jaxrl.agents.common.replay_choice import make_replay
-from jaxrl.agents.q_learning.config import QLearningConfig
 from jaxrl.agents.q_learning.core import make_q_agent
 from jaxrl.agents.q_learning.dqn import DopamineConfig
 from jaxrl.agents.q_learning.value_heads import implicit_quantile_head, quantile_head
-from jaxrl.types import Agent, ConfigError, EnvSpec
-from jaxrl.validation import build_config, option
+from jaxrl.types import Agent, EnvSpec
+from jaxrl.validation import build_config, fixes, option
 
 
 @dataclasses.dataclass(frozen=True)
+@fixes(
+    loss="huber", min_value=-10.0, max_value=10.0, num_bins=51, sigma=None
+)  # the quantile Huber loss (kappa)
 class QRDQNConfig(DopamineConfig):
     """QR-DQN options; the ``QLearningConfig`` ones as in ``DQNConfig``, with Dopamine's
     ``quantile.gin`` defaults.
@@ -50,6 +52,7 @@ class QRDQNConfig(DopamineConfig):
 
 
 @dataclasses.dataclass(frozen=True)
+@fixes(num_quantiles=200, dueling=False)  # sampled fractions; no dueling head
 class IQNConfig(QRDQNConfig):
     """IQN options: ``QRDQNConfig``'s with Dopamine's ``implicit_quantile.gin`` defaults.
 
@@ -59,7 +62,6 @@ class IQNConfig(QRDQNConfig):
       num_quantile_samples: fractions ``K`` whose mean is Q for acting (32).
       embedding_dim: size ``n`` of the cosine embedding (64).
       kappa: Huber threshold (1.0).
-    ``num_quantiles`` is unused; ``dueling`` is not defined for IQN.
     """
 
     num_tau_samples: int = option(64, ge=1)
@@ -68,18 +70,9 @@ class IQNConfig(QRDQNConfig):
     embedding_dim: int = option(64, ge=1)
 
 
-def _check(cfg: QLearningConfig, name: str) -> None:
-    if cfg.loss != "huber":
-        raise ConfigError(
-            f"agent '{name}': loss {cfg.loss!r} does not apply, its loss is the quantile "
-            "Huber loss (set kappa); use --agent dqn for loss mse or hl_gauss"
-        )
-
-
 def make_qrdqn(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds a QR-DQN agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     cfg = build_config(QRDQNConfig, overrides, "agent 'qrdqn'")
-    _check(cfg, "qrdqn")
     buffer = make_replay(spec, cfg, "qrdqn", "auto", prioritized=False)
     head = quantile_head(cfg.num_quantiles, cfg.kappa)
     return make_q_agent(spec, cfg, head, buffer, name="qrdqn")
@@ -88,9 +81,6 @@ def make_qrdqn(spec: EnvSpec, **overrides: Any) -> Agent:
 def make_iqn(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds an IQN agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     cfg = build_config(IQNConfig, overrides, "agent 'iqn'")
-    _check(cfg, "iqn")
-    if cfg.dueling:
-        raise ConfigError("agent 'iqn': dueling is not defined for IQN; use dueling false")
     buffer = make_replay(spec, cfg, "iqn", "auto", prioritized=False)
     head = implicit_quantile_head(
         cfg.num_tau_samples,

@@ -143,7 +143,7 @@ def test_bad_options_are_one_line_errors(demo_file, tmp_path, capsys):
         with pytest.raises(ConfigError, match=text) as e:
             agents.make("sac", SPEC, **SAC, **options)
         assert "\n" not in str(e.value)
-    with pytest.raises(ConfigError, match="does not take latent_prior"):
+    with pytest.raises(ConfigError, match="does not take option .latent_prior."):
         agents.make("mbpo", SPEC, latent_prior=True, demo_file=demo_file)
     runs = tmp_path / "runs"
     base = ["--agent", "sac", "--env", "Pendulum", "--logdir", str(runs)]

@@ -86,4 +86,4 @@ def test_bad_layouts_are_config_errors():
     spec = envs.make("Pendulum-v1", num_envs=4).spec
     assert_refused("apex_ddpg", spec, "num_actors 3 does not divide the 4 envs", num_actors=3)
     assert_refused("apex_ddpg", spec, "num_actors", num_actors=0)
-    assert_refused("apex_ddpg", spec, "replay_shards 1", replay_shards=2)
+    assert_refused("apex_ddpg", spec, "option .replay_shards.: it is fixed at 1", replay_shards=2)

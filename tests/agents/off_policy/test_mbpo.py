@@ -141,6 +141,8 @@ def test_termination_functions_by_env():
         (["--agent.rollout_schedule", "[1, 5, 1.5, 3]"], "integer lengths"),
         (["--agent.num_members", "0"], "num_members"),
         (["--agent.num_elites", "9"], "'num_elites' (9) must be at most 'num_members' (7)"),
+        (["--agent.n_step", "3"], "does not take option 'n_step': it is fixed at 1"),
+        (["--agent.prioritized", "true"], "does not take option 'prioritized'"),
     ],
 )  # fmt: skip
 def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys, argv, fragment):

@@ -204,10 +204,11 @@ def test_hl_gauss_and_munchausen_targets_use_only_legal_actions():
 @pytest.mark.parametrize(
     "name, options, words",
     [
-        ("mdqn", dict(n_step=3), "n_step 1"),
-        ("mdqn", dict(double=True), "double false"),
-        ("iqn", dict(dueling=True), "dueling"),
-        ("qrdqn", dict(loss="mse"), "quantile Huber"),
+        ("mdqn", dict(n_step=3), "does not take option 'n_step': it is fixed at 1"),
+        ("mdqn", dict(double=True), "does not take option 'double': it is fixed at False"),
+        ("mdqn", dict(loss="hl_gauss"), "loss 'hl_gauss' does not apply; use huber or mse"),
+        ("iqn", dict(dueling=True), "does not take option 'dueling'"),
+        ("qrdqn", dict(loss="mse"), "does not take option 'loss': it is fixed at 'huber'"),
         ("rainbow", dict(loss="hl_gauss"), "distributional false"),
         ("dqn", dict(loss="hl_gauss", min_value=1.0, max_value=0.0), "min_value < max_value"),
         ("dqn", dict(loss="hl_gauss", num_bins=1), "num_bins"),
