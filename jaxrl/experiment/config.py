@@ -33,7 +33,7 @@ import yaml
 from jaxrl import agents, aliases, envs
 from jaxrl.agents import AgentConfig
 from jaxrl.runners import RunConfig
-from jaxrl.runners.base import SELF_PLAY_OPTIONS
+from jaxrl.runners.base import SELF_PLAY_OPTIONS, ChunkLayout
 from jaxrl.suggest import close
 from jaxrl.types import ConfigError
 from jaxrl.validation import build_config, config_to_dict, fixed_options
@@ -104,6 +104,33 @@ class Experiment:
     def with_run(self, **changes: Any) -> Experiment:
         """This experiment with ``RunConfig`` fields changed (``steps`` of a resume)."""
         return dataclasses.replace(self, run=dataclasses.replace(self.run, **changes))
+
+    def with_steps(self, steps: int) -> tuple[Experiment, list[str]]:
+        """This experiment run to ``steps`` (a resume's ``--steps``), validated, and a
+        note for each schedule over the run's length extended with it: an agent's
+        ``total_steps`` that ended where the run ended (the rounded or the given steps)
+        is set to the new run's rounded length."""
+        run = build_config(RunConfig, {**config_to_dict(self.run), "steps": steps}, "run")
+        ends = {self.run.steps, rounded_steps(self.run, self.env.num_envs)}
+        new_end = rounded_steps(run, self.env.num_envs)
+        notes, trained = [], []
+        for agent in self.trained:
+            end = agent.option("total_steps", None)
+            if end in ends and end != new_end:
+                agent = agents.configure(agent.name, {**agent.kwargs(), "total_steps": new_end})
+                notes.append(
+                    f"agent '{agent.name}' total_steps {end:,} -> {new_end:,}: schedules "
+                    "over the run's length (anneal_lr) now end at the new last step"
+                )
+            trained.append(agent)
+        players = tuple(trained) if self.agents else ()
+        return dataclasses.replace(self, run=run, agent=trained[0], agents=players), notes
+
+
+def rounded_steps(run: RunConfig, num_envs: int) -> int:
+    """The env steps a run of ``run`` does: ``run.steps`` rounded up to whole chunks
+    (``runners.base.ChunkLayout``)."""
+    return ChunkLayout.of(run, num_envs).total_steps
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
@@ -285,9 +312,10 @@ def resolve(
     _apply_flags(cfg, steps, seed, num_envs, agent_list, config_file, overrides, agent_name)
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
     run = build_config(RunConfig, cfg["run"], "run")
-    agent_config = _configure_agent(agent_name, agent_options, run)
     env_options = {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
     env_config = EnvConfig(env_name, cfg["env"].get("num_envs", 1), env_options)
+    run_length = rounded_steps(run, env_config.num_envs)
+    agent_config = _configure_agent(agent_name, agent_options, run_length)
     listed = _agent_sections(base.get(AGENTS), agent_list, env_name)
     agent_overrides = {
         k.partition(".")[2]: v for k, v in (overrides or {}).items() if k.startswith("agent.")
@@ -296,7 +324,7 @@ def resolve(
         listed = [_without_aliases_of(key, a, a["name"]) for a in listed]
     listed = [{**a, **agent_overrides} for a in listed]
     players = tuple(
-        _configure_agent(a["name"], {k: v for k, v in a.items() if k != "name"}, run)
+        _configure_agent(a["name"], {k: v for k, v in a.items() if k != "name"}, run_length)
         for a in listed
     )
     return Experiment(
@@ -365,13 +393,14 @@ def _without_aliases_of(key: str, section: Mapping[str, Any], agent: str) -> dic
     return {k: v for k, v in section.items() if k == key or aliases.canonical(k, fields) != target}
 
 
-def _configure_agent(name: str, options: Mapping[str, Any], run: RunConfig) -> AgentConfig:
+def _configure_agent(name: str, options: Mapping[str, Any], run_length: int) -> AgentConfig:
     """Every option of one agent, validated; an option ``total_steps`` (learning-rate
-    annealing) left at None gets the run's length."""
+    annealing) left at None gets the run's length ``run_length``: the steps it will do,
+    ``--steps`` rounded up to whole chunks."""
     _check_foreign_options(name, options)
     config = agents.configure(name, options)
     if config.option("total_steps", 0) is None:
-        total = {"total_steps": run.steps}
+        total = {"total_steps": run_length}
         config = agents.configure(name, {**config.kwargs(), **total})
     return config
 

@@ -52,10 +52,8 @@ from jaxrl.experiment.setup import (
     read_launch,
     write_run_files,
 )
-from jaxrl.runners import RunConfig
 from jaxrl.runners.distributed.topology import broadcast_text, is_primary
 from jaxrl.types import ConfigError
-from jaxrl.validation import build_config, config_to_dict
 
 __all__ = [
     "Launch",
@@ -223,9 +221,10 @@ def resume_experiment(
         if devices is not None and devices != setup.launch.devices:
             setup = build_setup(setup.config, dataclasses.replace(setup.launch, devices=devices))
         if steps is not None and steps != setup.config.run.steps:
-            options = {**config_to_dict(setup.config.run), "steps": steps}
-            run = build_config(RunConfig, options, "run")
-            setup = build_setup(dataclasses.replace(setup.config, run=run), setup.launch)
+            extended, notes = setup.config.with_steps(steps)
+            setup = build_setup(extended, setup.launch)
+            for line in notes:
+                console.print(f"note: {line}")
         shape, shardings = setup.saved_shape(), setup.shardings()
         restored, skipped = checkpoint.load_readable(run_dir, shape, step, shardings)
         for line in skipped:
