@@ -15,6 +15,7 @@ players. The learner must keep no per-env carry.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -33,15 +34,7 @@ def per_player(make: Callable[[EnvSpec], Agent], spec: EnvSpec, name: str) -> Ag
             f"--env.shared false); '{spec.name}' has {spec.num_players} player(s)"
         )
     P = spec.num_players
-    player_spec = EnvSpec(
-        name=spec.name,
-        obs_shape=spec.obs_shape,
-        obs_dtype=spec.obs_dtype,
-        action_space=spec.action_space,
-        num_envs=spec.num_envs,
-        max_episode_steps=spec.max_episode_steps,
-        obs_extras=spec.obs_extras,
-    )
+    player_spec = dataclasses.replace(spec, num_players=1, turn_based=False)
     learner = make(player_spec)
     if jax.tree.leaves(learner.init_carry(1)):
         raise ConfigError(f"{name} takes learners without a per-env carry")
