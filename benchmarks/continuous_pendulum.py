@@ -1,4 +1,4 @@
-"""SAC, TD3 and DDPG on Pendulum-v1 with their presets (configs/presets/pendulum-*.yaml):
+"""SAC, TD3 and DDPG on Pendulum-v1 with their presets (jaxrl/presets/pendulum-*.yaml):
 compile time, run time, env steps/s, and the env steps and wall time until the greedy
 evaluation (10 episodes, every 1,000 steps) first reaches the threshold (-200 for SAC and
 TD3, -300 for DDPG), within 20,000 env steps.

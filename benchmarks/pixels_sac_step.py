@@ -1,5 +1,5 @@
 """Where SAC from pixels spends its time on the CPU: one gradient step of the preset
-``configs/presets/pixels-pendulum-sac.yaml`` (twin critics and an actor, each with its own
+``jaxrl/presets/pixels-pendulum-sac.yaml`` (twin critics and an actor, each with its own
 conv encoder, batch 128 of 32x32x3 uint8 frames) as its own jitted call (the bound) and
 inside ``lax.scan`` (where the fused training program runs it), with the canonical
 backward pass of ``networks/conv.py`` (what the torso builders choose on the CPU) and with
@@ -106,7 +106,7 @@ def _measure(config: str, steps: int) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default="configs/presets/pixels-pendulum-sac.yaml")
+    parser.add_argument("--config", default="jaxrl/presets/pixels-pendulum-sac.yaml")
     parser.add_argument("--steps", type=int, default=10, help="gradient steps timed")
     args = parser.parse_args()
     table = Table(title=f"SAC gradient step, {args.config}")

@@ -5,7 +5,7 @@
         [--data benchmarks/data/presets.yaml] [--label RUN] [--source JOURNAL]
         [--results FILE.md]
 
-Each preset (``configs/presets``) runs as one program of K members (``--seeds``; the
+Each preset (``jaxrl/presets``) runs as one program of K members (``--seeds``; the
 ``--seeds K`` program of ``python -m jaxrl.train``, in groups of ``--group`` members where
 memory needs it) for the preset's budget (``--steps`` cuts it, said in the table), with
 the preset's evaluations (greedy, ``run.eval_episodes`` episodes every ``run.eval_every``

@@ -1,7 +1,7 @@
 """Self-play on the pgx board games: learning against fixed opponents, and speed.
 
 Learning: the preset of ``python -m jaxrl.train --agent A --env GAME --self-play``
-(``configs/presets/connect_four-rainbow.yaml``, ``tic_tac_toe-dqn.yaml``) trained for
+(``jaxrl/presets/connect_four-rainbow.yaml``, ``tic_tac_toe-dqn.yaml``) trained for
 ``--seeds`` seeds as one vmapped fused program (the seeds' members equal separate runs,
 tests/runners/games/test_self_play.py), with the greedy agent's win/draw/loss rates against the
 uniform random opponent and the scripted one (win if it can, block if it must, else

@@ -20,7 +20,7 @@ created). ``RESULTS.md`` also holds an index of ``benchmarks/journal/`` (block `
 and ``docs/results/index.md`` one of the tables (block ``tables``).
 
 Each algorithm page ``docs/algorithms/AGENT.md`` (one per agent) holds block ``results``:
-the rows of ``presets.yaml`` whose preset (``configs/presets/P.yaml``) trains that agent,
+the rows of ``presets.yaml`` whose preset (``jaxrl/presets/P.yaml``) trains that agent,
 with the command that reproduces each row, the run's date, machine,
 commit and journal entry, a plot of the row's learning curve
 (``docs/algorithms/plots/P.png``, drawn from the per-member evaluations the row names in
@@ -47,7 +47,7 @@ JOURNAL = Path("benchmarks/journal")
 DOCS = Path("docs/results")
 ALGORITHMS = Path("docs/algorithms")
 PLOTS = ALGORITHMS / "plots"
-PRESETS = Path("configs/presets")
+PRESETS = Path("jaxrl/presets")
 # The game a family preset is judged on by benchmarks/presets.py (its FAMILY_GAMES).
 FAMILY_GAMES = {"minatar": "MinAtar-Breakout"}
 PLOT_VERSION = "1"  # part of every plot's digest: change it when the drawing changes

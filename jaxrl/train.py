@@ -185,7 +185,7 @@ def _make_parser() -> _Parser:
         prog="python -m jaxrl.train",
         usage="%(prog)s --agent NAME --env NAME [options] [--agent.KEY VALUE ...]",
         description="Train a jaxrl agent. With no --config, the preset for the agent and "
-        "env pair is used when one exists (configs/presets).",
+        "env pair is used when one exists (jaxrl/presets).",
         epilog=_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -13,7 +13,7 @@ cannot go stale:
   they are, not copied into ``docs/``), which ``mkdocs-jupyter`` renders with the outputs
   saved in them (``scripts/run_notebooks.py`` executes and saves them).
 - the presets of each algorithm page: ``<!-- presets: NAME -->`` is replaced by a table of
-  the files in ``configs/presets/`` that train agent ``NAME``: the env they apply to, their
+  the files in ``jaxrl/presets/`` that train agent ``NAME``: the env they apply to, their
   budget, the command that runs them and the first sentence of their header comment.
 """
 
@@ -317,11 +317,11 @@ def presets_table(agent: str) -> str:
         rows.append(f"| `{name}` | {where} | {budget} | `{command}` | {about} |")
     if not rows:
         return (
-            f"No file in `configs/presets/` trains `{agent}`; its defaults are the options above."
+            f"No file in `jaxrl/presets/` trains `{agent}`; its defaults are the options above."
         )
     return "\n".join(
         [
-            "Read at build time from `configs/presets/` (the files whose `agent: name:` is "
+            "Read at build time from `jaxrl/presets/` (the files whose `agent: name:` is "
             f"`{agent}`). The whole settings and their sources are in each file's header.",
             "",
             "| preset | env | env steps | run it | what it is |",

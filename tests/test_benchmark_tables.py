@@ -227,8 +227,8 @@ def toy_algorithm_root(tmp_path: Path) -> Path:
     """``toy_root`` with a preset file for ``toy-dqn`` (agent ``dqn``), its per-member
     evaluations and the algorithm page of ``dqn`` with an empty results block."""
     root = toy_root(tmp_path)
-    (root / "configs/presets").mkdir(parents=True)
-    (root / "configs/presets/toy-dqn.yaml").write_text(
+    (root / "jaxrl/presets").mkdir(parents=True)
+    (root / "jaxrl/presets/toy-dqn.yaml").write_text(
         "# DQN on a toy. More words.\nagent: {name: dqn}\nenv: {name: CartPole-v1}\n"
     )
     members = {

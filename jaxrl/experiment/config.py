@@ -9,7 +9,7 @@ An experiment is written as ``config.yaml`` in the run directory (``Experiment.t
     run:   {steps: 50000, seed: 0, rollout_len: 1, ...every RunConfig field...}
 
 Resolution order, later wins: the agent and env defaults; the preset for the agent/env
-pair (``configs/presets/*.yaml``, chosen automatically when no ``--config`` is given) or
+pair (``jaxrl/presets/*.yaml``, chosen automatically when no ``--config`` is given) or
 the ``--config`` file (which may itself name a ``preset:`` to start from; a preset's env
 section may give a ``family`` instead of a ``name``, as ``atari-rainbow`` does with
 ``family: atari``, to apply to every env of that family, or ``family: "*"`` to apply to
@@ -38,7 +38,7 @@ from jaxrl.suggest import close
 from jaxrl.types import ConfigError
 from jaxrl.validation import build_config, config_to_dict, fixed_options
 
-PRESET_DIR = Path(__file__).resolve().parents[2] / "configs" / "presets"
+PRESET_DIR = Path(__file__).resolve().parents[1] / "presets"
 SECTIONS = ("agent", "env", "run")
 # Independent agents of a game, one per player (RLHive's ``agents:``): a list of agent
 # sections; ``agent`` is then the first of them (runners/games/independent.py).
@@ -183,7 +183,7 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def presets() -> dict[str, Path]:
-    """Preset name (file stem) -> path, for every YAML file in ``configs/presets``."""
+    """Preset name (file stem) -> path, for every YAML file in ``jaxrl/presets``."""
     return {p.stem: p for p in sorted(PRESET_DIR.glob("*.yaml"))}
 
 

@@ -161,7 +161,7 @@ TORSOS = [  # (module class, name, obs shape, dtype, kwargs)
     (ImpalaCNN, "impala", (2, 11, 9, 4), np.uint8, dict(hidden_sizes=(5,), channels=(2,))),
     (MinAtarCNN, "minatar", (3, 10, 10, 4), bool, dict(hidden_sizes=(7,))),
 ]
-# A torso spec as configs/presets/pixels-pendulum-sac.yaml's (4x4 stride-2 convs), smaller,
+# A torso spec as jaxrl/presets/pixels-pendulum-sac.yaml's (4x4 stride-2 convs), smaller,
 # with an explicit padding in its second layer.
 PIXEL_SPEC = TorsoSpec(channels=(3, 4), kernel_sizes=(4, 4), strides=(2, 2), paddings=(0, 1))
 TORSOS.append(

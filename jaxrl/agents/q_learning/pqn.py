@@ -12,7 +12,7 @@ rollout length is the runner's ``rollout_len`` (purejaxql's ``NUM_STEPS``).
 
 Defaults are purejaxql's MinAtar settings (``purejaxql/config/alg/pqn_minatar.yaml``: 128
 envs x 32 steps, 2 epochs of 32 minibatches, RAdam 5e-4 decayed linearly, lambda 0.65,
-epsilon 1 -> 0.05 over the first tenth of 10M steps); ``configs/presets/cartpole-pqn.yaml``
+epsilon 1 -> 0.05 over the first tenth of 10M steps); ``jaxrl/presets/cartpole-pqn.yaml``
 has its CartPole ones, and ``minatar-pqn.yaml`` decays epsilon over the first tenth of its
 1M-step budget instead. Legal actions (``obs["action_mask"]``) are honoured in acting and
 in the bootstrap. LayerNorm (``layer_norm``) follows every layer of the MLP torso and of
