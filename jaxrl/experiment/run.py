@@ -10,11 +10,11 @@ locked while it is trained, ``experiment.lock``), writes ``config.yaml`` and
 ``resume_experiment(run_dir)`` rebuilds the same program from the saved files, restores
 the newest readable checkpoint (saying which newer ones it skipped, and removing them
 before it trains, so that it writes them again) or ``step``, cuts the metrics files back
-to the rows that checkpoint had written, and goes on. For a
-JAX-native env the runner state holds everything (agent state with replay buffer, env
-state, observations, carry, key, chunk counter), so a resumed run is bit-identical to
-one that never stopped; where the env's state cannot be saved (``Runner.save``), the
-learner is restored exactly and the envs restart.
+to the rows that checkpoint had written, and goes on. For a JAX-native env the runner
+state holds everything (agent state with replay buffer, env state, observations, carry,
+key, chunk counter), so a resumed run is bit-identical to one that never stopped; where
+the env's state cannot be saved (``Runner.save``), the learner is restored exactly and
+the envs restart.
 
 A ``Launch`` with ``init_from`` (``--init-from RUN[:STEP]``) starts the new run from parts
 of another run's checkpoint (``experiment.warmstart``): the source is read and checked

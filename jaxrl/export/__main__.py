@@ -9,8 +9,9 @@ Restores the newest checkpoint (or ``--step``) and writes the greedy policy of
 :mod:`jaxrl.export` to ``--out`` (default ``RUN_DIR/export/policy_<step>.<format>``); for a
 run of several seeds or sweep points, member ``--member`` (default 0). ONNX graphs have a
 fixed batch size (``--batch``, default 1); StableHLO's is symbolic. The file is written
-whole or not at all. A user's mistake (unknown format, a run without checkpoints, the
-random agent, ONNX without ``jaxrl[onnx]``) prints one line and exits with code 2.
+whole or not at all, with the mode the user's umask gives (0644 under umask 022). A
+user's mistake (unknown format, a run without checkpoints, the random agent, ONNX without
+``jaxrl[onnx]``) prints one line and exits with code 2.
 """
 
 from __future__ import annotations
