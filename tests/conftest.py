@@ -77,6 +77,7 @@ HEAVY_MODULES = {
     "agents/q_learning/test_rainbow.py": 30,
     "export/test_export.py": 28,
     "buffers/test_sum_tree.py": 25,
+    "experiment/test_checkpoint_faults.py": 30,
     "experiment/test_checkpoint.py": 25,
     "networks/test_conv.py": 24,
     "runners/games/test_self_play.py": 24,

@@ -11,8 +11,10 @@ A checkpoint lives in ``RUN_DIR/checkpoints/<env step>/`` and holds two items:
   ``jax.tree.leaves``. The tree structure is not stored: it is rebuilt from the run's
   ``config.yaml`` (``Runner.saved_shape``), so nothing is pickled.
 * ``meta``: JSON with the host driver's position: env steps, chunks done, metric rows
-  written, best evaluation, run time, and the key path of every saved array (checked on
-  restore, so a config that no longer matches the checkpoint is a one-line error).
+  written, best evaluation, run time, the key path of every saved array (checked on
+  restore, so a config that no longer matches the checkpoint is a one-line error) and
+  ``crc32``, the CRC-32 of each saved array's bytes (checked on restore, so garbled bytes
+  make the checkpoint unreadable; a checkpoint saved without it is read unchecked).
 
 Orbax writes a checkpoint into a temporary directory and renames it when complete, so a
 run killed in the middle of a save leaves the previous checkpoints intact and a leftover
@@ -30,13 +32,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import shutil
 import sys
 import threading
+import zlib
 from pathlib import Path
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxrl.types import ConfigError
 
@@ -52,7 +57,11 @@ def _ocp():
 
 
 class Unreadable(ConfigError):
-    """A checkpoint that exists but cannot be read (a file missing or garbled)."""
+    """Checkpoint ``step`` exists but cannot be read (a file missing or garbled)."""
+
+    def __init__(self, message: str, step: int):
+        super().__init__(message)
+        self.step = step
 
 
 @dataclasses.dataclass
@@ -84,6 +93,16 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def checksum(leaf: Any) -> int | None:
+    """The CRC-32 of an array's bytes in C order (``zlib.crc32``) in the dtype it is
+    restored as; None for an array sharded over several processes of a job, of which no
+    process holds all the bytes."""
+    leaf = leaf if isinstance(leaf, jax.Array) else jnp.asarray(leaf)  # as it is restored
+    if not leaf.is_fully_addressable:
+        return None
+    return zlib.crc32(np.ascontiguousarray(np.asarray(leaf)).reshape(-1).view(np.uint8).data)
+
+
 def leaf_paths(state: Any) -> list[str]:
     """The key path of every array of ``state``, in ``jax.tree.leaves`` order."""
     return [jax.tree_util.keystr(path) for path, _ in jax.tree_util.tree_leaves_with_path(state)]
@@ -107,7 +126,9 @@ class CheckpointWriter:
         leaves = {
             f"{i:05d}": leaf for i, leaf in enumerate(jax.tree.leaves(state)) if _stored(leaf)
         }
-        meta = _json_safe({**meta, "paths": leaf_paths(state)})
+        sums = {name: checksum(leaf) for name, leaf in leaves.items()}
+        crc32 = {name: value for name, value in sums.items() if value is not None}
+        meta = _json_safe({**meta, "paths": leaf_paths(state), "crc32": crc32})
         self._manager.save(
             step,
             args=ocp.args.Composite(
@@ -201,11 +222,12 @@ def load(
             got = restored[name]
             if got.shape != leaf.shape or got.dtype != leaf.dtype:
                 raise ValueError(f"array {name}: {got.shape} {got.dtype}")
+        _verify(restored, meta.get("crc32"), paths, where, step)
     except ConfigError:
         raise
     except Exception as e:  # noqa: BLE001 - any failure to read is a corrupt checkpoint
         _quiet_abandoned_reads()
-        raise Unreadable(f"{where} is unreadable ({_reason(e)}); it may be corrupt") from None
+        raise Unreadable(f"{where} is unreadable ({_reason(e)}); it may be corrupt", step) from None
     finally:
         if manager is not None:
             manager.close()
@@ -216,6 +238,26 @@ def load(
         for name, a in abstract.items()
     ]
     return Checkpoint(step=step, state=jax.tree.unflatten(treedef, arrays), meta=meta)
+
+
+def _verify(restored: dict[str, Any], sums: Any, paths: list[str], where: str, step: int) -> None:
+    """Unreadable unless each restored array has the checksum saved with it (``sums``:
+    ``{name: crc32}``; None for a checkpoint saved without checksums, not checked)."""
+    if sums is None:
+        return
+    for name, value in sums.items():
+        got = checksum(restored[name]) if name in restored else None
+        if got is not None and got != value:  # None: sharded over processes, not checked
+            raise Unreadable(
+                f"{where} is unreadable: array {paths[int(name)]} does not match the checksum "
+                "saved with it; it is corrupt",
+                step,
+            )
+
+
+def remove(run_dir: str | Path, step: int) -> None:
+    """Deletes checkpoint ``step`` of ``run_dir`` (one found unreadable)."""
+    shutil.rmtree(Path(run_dir) / CHECKPOINT_DIR / str(step), ignore_errors=True)
 
 
 def _stored(leaf: Any) -> bool:
@@ -267,17 +309,18 @@ def _reason(e: Exception) -> str:
 
 def load_readable(
     run_dir: str | Path, abstract_state: Any, step: int | None = None, shardings: Any = None
-) -> tuple[Checkpoint, list[str]]:
+) -> tuple[Checkpoint, list[Unreadable]]:
     """``load`` of checkpoint ``step``; with ``step`` None the newest *readable* one,
-    falling back past unreadable newer ones. Returns the checkpoint and one line per
-    checkpoint skipped (empty when the newest was read)."""
+    falling back past unreadable newer ones. Returns the checkpoint and the error of each
+    checkpoint skipped, newest first (its one line is ``str(error)``; empty when the
+    newest was read)."""
     if step is not None:
         return load(run_dir, abstract_state, step, shardings), []
-    skipped: list[str] = []
+    skipped: list[Unreadable] = []
     steps = checkpoint_steps(run_dir) or [pick_step(Path(run_dir))]
     for candidate in reversed(steps):
         try:
             return load(run_dir, abstract_state, candidate, shardings), skipped
         except Unreadable as e:
-            skipped.append(str(e))
+            skipped.append(e)
     raise ConfigError(f"no checkpoint of '{run_dir}' is readable; newest: {skipped[0]}")

@@ -8,12 +8,13 @@ locked while it is trained, ``experiment.lock``), writes ``config.yaml`` and
 (``experiment.driver``), ending with a summary (``experiment.report``).
 
 ``resume_experiment(run_dir)`` rebuilds the same program from the saved files, restores
-the newest readable checkpoint (saying which newer ones it skipped) or ``step``, cuts
-the metrics files back to the rows that checkpoint had written, and goes on. For a
-JAX-native env the runner state holds everything (agent state with replay buffer, env
-state, observations, carry, key, chunk counter), so a resumed run is bit-identical to
-one that never stopped; where the env's state cannot be saved (``Runner.save``), the
-learner is restored exactly and the envs restart.
+the newest readable checkpoint (saying which newer ones it skipped, and removing them
+before it trains, so that it writes them again) or ``step``, cuts the metrics files back
+to the rows that checkpoint had written, and goes on. For a JAX-native env the runner
+state holds everything (agent state with replay buffer, env state, observations, carry,
+key, chunk counter), so a resumed run is bit-identical to one that never stopped; where
+the env's state cannot be saved (``Runner.save``), the learner is restored exactly and
+the envs restart.
 
 A ``Launch`` with ``init_from`` (``--init-from RUN[:STEP]``) starts the new run from parts
 of another run's checkpoint (``experiment.warmstart``): the source is read and checked
@@ -21,7 +22,8 @@ before the run directory is created, and ``init_from.yaml`` records it with the 
 policy's evaluation.
 
 ``restore(run_dir, step=None) -> (agent, agent_state, config)`` gives back a trained agent
-for a notebook or script (``jaxrl.checkpoint.restore``).
+for a notebook or script (``jaxrl.checkpoint.restore``). Every restore refuses a checkpoint
+whose agent state holds a non-finite array (``ConfigError``, one line).
 
 Runs of several members (``--seeds``, ``--sweep``) vmap the runner over the member axis
 (``experiment.sweep``) and shard it over local devices; metrics rows then carry the
@@ -229,6 +231,7 @@ def resume_experiment(
         restored, skipped = checkpoint.load_readable(run_dir, shape, step, shardings)
         for line in skipped:
             console.print(f"note: {line}; resuming from checkpoint {restored.step:,}")
+        _check_finite(run_dir, restored)
         if steps is not None and steps < restored.step:
             raise ConfigError(
                 f"--steps {steps:,} is below the {restored.step:,} steps checkpoint "
@@ -246,6 +249,9 @@ def resume_experiment(
             prepared = prepare(setup, restored)
             if is_primary():
                 write_run_files(run_dir, setup.config, setup.launch)
+                for unreadable in skipped:  # this run writes them again; none keeps a slot
+                    checkpoint.remove(run_dir, unreadable.step)
+                    console.print(f"note: removed unreadable checkpoint {unreadable.step:,}")
             return drive(setup, run_dir, console, restored, prepared, signals)
 
 
@@ -274,9 +280,10 @@ def _check_is_run(run_dir: Path) -> None:
 
 def restore_checkpoint(
     run_dir: str | Path, step: int | None = None
-) -> tuple[Setup, checkpoint.Checkpoint, list[str]]:
-    """The run's ``Setup``, checkpoint ``step`` (default: the newest readable one) and a
-    line per newer unreadable checkpoint skipped."""
+) -> tuple[Setup, checkpoint.Checkpoint, list[checkpoint.Unreadable]]:
+    """The run's ``Setup``, checkpoint ``step`` (default: the newest readable one) and the
+    error of each newer unreadable checkpoint skipped (one line each). ConfigError for a
+    checkpoint whose agent state holds a non-finite array."""
     run_dir = Path(run_dir)
     _check_is_run(run_dir)
     checkpoint.pick_step(run_dir, step)  # a missing checkpoint is reported before the config
@@ -284,7 +291,20 @@ def restore_checkpoint(
     restored, skipped = checkpoint.load_readable(
         run_dir, setup.saved_shape(), step, setup.shardings()
     )
+    _check_finite(run_dir, restored)
     return setup, restored, skipped
+
+
+def _check_finite(run_dir: Path, restored: checkpoint.Checkpoint) -> None:
+    """ConfigError (one line, naming the run's other checkpoints) when the restored agent
+    state holds a non-finite array (``guards.first_nonfinite_leaf``)."""
+    try:
+        where = f"checkpoint {restored.step} of '{run_dir}'"
+        guards.check_finite_state(restored.state.agent_state, where)
+    except guards.NonFinite as e:
+        others = [str(s) for s in checkpoint.checkpoint_steps(run_dir) if s != restored.step]
+        hint = f"other checkpoints: {', '.join(others)}" if others else "no other checkpoint"
+        raise ConfigError(f"{e} ({hint})") from None
 
 
 def restore(run_dir: str | Path, step: int | None = None) -> tuple[Any, Any, Experiment]:
@@ -297,7 +317,8 @@ def restore(run_dir: str | Path, step: int | None = None) -> tuple[Any, Any, Exp
     (``launch.yaml`` lists them). For a run of independent agents (``--agents``),
     ``agent`` and ``agent_state`` are tuples, one entry per player. ``config`` is the
     run's ``Experiment`` (``config.to_dict()``: its ``config.yaml``).
-    Raises ``ConfigError`` (one line) for a missing or corrupt run or checkpoint.
+    Raises ``ConfigError`` (one line) for a missing or corrupt run or checkpoint, or one
+    whose agent state holds a non-finite array.
     """
     setup, restored, _ = restore_checkpoint(run_dir, step)
     agent = setup.players or setup.agent

@@ -9,16 +9,18 @@ Restores the newest checkpoint (or ``--step``) and writes the greedy policy of
 :mod:`jaxrl.export` to ``--out`` (default ``RUN_DIR/export/policy_<step>.<format>``); for a
 run of several seeds or sweep points, member ``--member`` (default 0). ONNX graphs have a
 fixed batch size (``--batch``, default 1); StableHLO's is symbolic. The file is written
-whole or not at all. A user's mistake (unknown format, a run without checkpoints, the
-random agent, ONNX without ``jaxrl[onnx]``) prints one line and exits with code 2.
+whole or not at all, with the mode the user's umask gives (0644 under umask 022). A
+user's mistake (unknown format, a run without checkpoints, the random agent, ONNX without
+``jaxrl[onnx]``) prints one line and exits with code 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import secrets
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -52,16 +54,20 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def _write_whole(path: Path, data: bytes) -> None:
-    """Writes ``data`` to ``path`` through a temporary file renamed into place."""
+    """Writes ``data`` to ``path`` through a temporary file renamed into place, with the
+    mode of any file the user creates (0666 less the umask); nothing is left on failure."""
     if path.is_dir():
         raise ConfigError(f"--out '{path}' is a directory")
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
         raise ConfigError(f"--out: cannot write '{path}': {e.strerror or e}") from None
 
 

@@ -322,12 +322,12 @@ def test_divergence_stops_with_exit_3_and_keeps_the_finite_checkpoints(tmp_path,
     rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [256, 512, 768]  # the row that shows it is kept
 
-    # A diverged checkpoint (as runs saved before the guard): evaluate refuses it.
+    # A diverged checkpoint (as runs saved before the guard): evaluate refuses it (exit code 2).
     params = jax.tree.map(lambda x: x * np.nan, agent_state.params)
     diverged = saved.state.replace(agent_state=agent_state.replace(params=params))
     with CheckpointWriter(run, keep=2) as writer:
         writer.save(1024, diverged, saved.meta)
-    assert evaluate.main([str(run), "--episodes", "2"]) == 3
+    assert evaluate.main([str(run), "--episodes", "2"]) == 2
     one_line_error(capsys, "checkpoint 1024 of")
 
 

@@ -2,6 +2,9 @@
 for every agent family, a dict observation's mask included; ``python -m jaxrl.export``
 writes the file whole, and a user's mistake is one line, exit code 2, nothing written."""
 
+import os
+import stat
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -136,6 +139,23 @@ def test_user_mistakes_are_one_line_and_write_nothing(trained_run, tmp_path, cap
     assert export_main([str(trained_run), *args, "--out", str(out)]) == 2
     one_line_error(capsys, message)
     assert not out.exists() and not list(tmp_path.iterdir())
+
+
+def test_exported_file_has_the_mode_the_umask_gives(trained_run, tmp_path):
+    """A policy file is shared like any file a user writes: 0666 less the umask (it was
+    0600, the mode of a temporary file), and no temporary file is left beside it."""
+    for umask, mode in ((0o022, 0o644), (0o027, 0o640)):
+        out = tmp_path / f"policy_{umask:o}.stablehlo"
+        previous = os.umask(umask)
+        try:
+            assert export_main([str(trained_run), "--format", "stablehlo", "--out", str(out)]) == 0
+        finally:
+            os.umask(previous)
+        assert stat.S_IMODE(out.stat().st_mode) == mode, oct(out.stat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "policy_22.stablehlo",
+        "policy_27.stablehlo",
+    ]
 
 
 def test_missing_run_is_one_line(tmp_path, capsys):
