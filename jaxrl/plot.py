@@ -69,7 +69,10 @@ from jaxrl.curves import (
 )
 from jaxrl.types import ConfigError
 
-__all__ = ["check_x", "load_curves", "main", "parse_smooth", "plot", "smooth"]
+__all__ = [
+    *("check_x", "load_curves", "parse_smooth", "smooth"),  # jaxrl.curves'
+    *("draw", "final_table", "group_curves", "line_colors", "main", "plot", "short_labels"),
+]
 
 STATISTICS = {"iqm": "IQM", "mean": "mean"}  # --stat: what is drawn and tabled over seeds
 NAMES_FIRST = ("agent.name", "env.name")  # the options a label tries first
@@ -93,14 +96,13 @@ def short_value(value: Any) -> str:
 
 def differing_options(options: Sequence[dict[str, Any]], swept: Collection[str] = ()) -> list[str]:
     """The options whose values differ between the ``options`` of lines (``run.steps``
-    only when nothing else does; options a line lacks only when no agent or env name
-    differs, as an agent's own options go with its name): names first, then ``swept``."""
+    only when nothing else does): names first, then ``swept``, then those every line has,
+    then the rest (an agent's own options go with its name)."""
     keys = sorted({k for o in options for k in o})
     varying = [k for k in keys if len({repr(o.get(k)) for o in options}) > 1]
     varying = [k for k in varying if k != "run.steps"] or varying
-    if any(k in NAMES_FIRST for k in varying):
-        varying = [k for k in varying if k in NAMES_FIRST or all(k in o for o in options)]
-    return sorted(varying, key=lambda k: (k not in NAMES_FIRST, k not in swept, k))
+    partial = lambda k: any(k not in o for o in options)
+    return sorted(varying, key=lambda k: (k not in NAMES_FIRST, k not in swept, partial(k), k))
 
 
 def short_labels(options: Sequence[dict[str, Any]], swept: Collection[str] = ()) -> list[str]:
@@ -124,6 +126,7 @@ def short_labels(options: Sequence[dict[str, Any]], swept: Collection[str] = ())
         parts = [
             short_value(o.get(k)) if k in NAMES_FIRST else f"{name}={short_value(o.get(k))}"
             for k, name in zip(shown, names, strict=True)
+            if k in o  # an option a line lacks is left out of its label
         ]
         labels.append(", ".join(parts) or f"{o.get('agent.name')} on {o.get('env.name')}")
     return labels

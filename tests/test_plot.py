@@ -19,6 +19,7 @@ from jaxrl.plot import (
     load_curves,
     main,
     parse_smooth,
+    short_labels,
     smooth,
 )
 from tests import references
@@ -267,3 +268,6 @@ def test_legend_names_only_the_options_that_tell_the_lines_apart(tmp_path, capsy
     differ = capsys.readouterr().out.splitlines()[-2]
     assert differ.startswith("options that differ between the lines: agent.lr, agent.option_01")
     assert differ.count("agent.") == 17  # option_00 is 0 in both
+    # An option one line lacks tells lines apart only when nothing else does.
+    dqn, ppo = {"agent.name": "dqn"}, {"agent.name": "ppo", "agent.clip": 1}
+    assert short_labels([{**dqn, "agent.x": 1}, dqn, ppo]) == ["dqn, x=1", "dqn", "ppo"]
