@@ -138,8 +138,9 @@ def group_curves(
     points: int | None = None,
     names: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Lines: curves with equal options, labelled by ``short_labels`` (or by ``names``, in
-    the order of each line's first run directory), each curve ``smooth``-ed and
+    """Lines: curves with equal options, labelled by ``short_labels`` and in the order of
+    the values of the options that differ (or by ``names``, in the order of each line's
+    first run directory), each curve ``smooth``-ed and
     interpolated onto the line's ``common_grid``: ``step`` ``[G]``, ``values`` ``[seeds,
     G]``, ``final`` ``[seeds]`` (each curve's last finite raw value), ``options``."""
     groups: dict[tuple, list[dict[str, Any]]] = {}
@@ -174,7 +175,9 @@ def group_curves(
             }
         )
     if names is None:
-        return sorted(lines, key=lambda line: line["label"])
+        differing = differing_options([line["options"] for line in lines], swept)
+        by_value = lambda v: (0, v, "") if isinstance(v, int | float) else (1, 0, repr(v))
+        return sorted(lines, key=lambda li: [by_value(li["options"].get(k)) for k in differing])
     if len(names) != len(lines):
         raise ConfigError(
             f"--names gives {len(names)} names for {len(lines)} lines; give one per line: "

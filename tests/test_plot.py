@@ -260,8 +260,8 @@ def test_legend_names_only_the_options_that_tell_the_lines_apart(tmp_path, capsy
     )
     dirs = sorted(tmp_path.iterdir())
     lines = group_curves(load_curves(dirs[:2], "episode_return"))
-    assert [li["label"] for li in lines] == ["lr=0.001", "lr=3e-4"]
-    assert drawn(lines)[2] == ["lr=0.001 (1 run, no interval)", "lr=3e-4 (1 run, no interval)"]
+    assert [li["label"] for li in lines] == ["lr=3e-4", "lr=0.001"]  # by value
+    assert drawn(lines)[2] == ["lr=3e-4 (1 run, no interval)", "lr=0.001 (1 run, no interval)"]
     lines = group_curves(load_curves([dirs[0], dirs[2]], "episode_return"))
     assert [li["label"] for li in lines] == ["dqn", "ppo"]
     assert main([*map(str, dirs[:2]), "--out", str(tmp_path / "c.png")]) == 0
