@@ -6,13 +6,17 @@ Examples::
     python -m jaxrl.plot runs/dqn_CartPole-v1_s* --metric eval_return     # runs of one seed each
     python -m jaxrl.plot runs/dqn_CartPole-v1_s0x4_sweep_* --out lr.png   # a sweep
     python -m jaxrl.plot runs/a runs/b --x time --smooth ema:0.9 --names DQN,PPO --cmap tab10
+    python -m jaxrl.plot runs/dqn_CartPole-v1_s0x8_* --stat mean          # the mean instead
 
 Reads each run's ``config.yaml`` and ``metrics.jsonl``. A *curve* is one seed of one
 configuration: a single run, or one member of a ``--seeds``/``--sweep`` run (its rows carry
 ``seed`` and the swept values). Curves whose configurations are equal up to the seed form
-one line: the mean over seeds of ``--metric`` (default ``episode_return``) against env
-steps, with a 95% percentile-bootstrap confidence band over seeds. Lines are labelled with
-the options that differ between them (e.g. ``agent.lr=0.001``).
+one line: the interquartile mean (IQM) over seeds of ``--metric`` (default
+``episode_return``) against env steps, with its 95% stratified-bootstrap band
+(``jaxrl.stats.curve_interval``); ``--stat mean`` draws the mean instead. A line of one
+run has no band and says so in its legend ("1 run, no interval"). Lines are labelled with
+as few of the options that differ between them as tell them apart (e.g. ``lr=3e-4``; the
+table below the image names every option that differs).
 
 Options (after RLHive's ``plot_results(x_key, smoothing_fn, run_names, cmap_name,
 num_sampled_points)``):
@@ -28,6 +32,7 @@ num_sampled_points)``):
   of them logged in that range (runs logged at the same steps keep their values exactly).
 * ``--names A,B,...``: line labels, one per line, lines taken in the order their first run
   directory is given (default: the differing options).
+* ``--stat iqm|mean``: the statistic over seeds drawn and tabled (default ``iqm``).
 * ``--cmap NAME``: a matplotlib colour map for the lines (default: matplotlib's cycle); a
   listed map (``tab10``) gives line ``i`` its ``i``-th colour, any other map evenly spaced
   colours.
@@ -36,182 +41,95 @@ An unknown axis, smoothing spec, colour map or a wrong number of names is one li
 stderr and exit code 2, with no image written.
 
 The table gives each line's final performance: for each seed the metric's last value, then
-over seeds the interquartile mean (IQM: the mean of the middle 50%, as
-``scipy.stats.trim_mean(x, 0.25)``) with a 95% bootstrap confidence interval, as Agarwal et
-al. 2021 (rliable) recommend, and the mean.
+over seeds the statistic drawn (the IQM: the mean of the middle 50%, as
+``scipy.stats.trim_mean(x, 0.25)``) with its 95% stratified-bootstrap confidence interval,
+as Agarwal et al. 2021 (rliable) recommend; "1 run, no interval" for a line of one seed.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
+from jaxrl import stats
+from jaxrl.curves import (
+    X_AXES,
+    check_x,
+    common_grid,
+    interpolate,
+    load_curves,
+    parse_smooth,
+    smooth,
+)
 from jaxrl.types import ConfigError
 
-BOOTSTRAP_SAMPLES = 2000
-X_AXES = {"step": "environment steps", "time": "wall time (s)", "episodes": "episodes"}
+__all__ = [
+    *("check_x", "load_curves", "parse_smooth", "smooth"),  # jaxrl.curves'
+    *("draw", "final_table", "group_curves", "line_colors", "main", "plot", "short_labels"),
+]
+
+STATISTICS = {"iqm": "IQM", "mean": "mean"}  # --stat: what is drawn and tabled over seeds
+NAMES_FIRST = ("agent.name", "env.name")  # the options a label tries first
+ONE_RUN = "1 run, no interval"
 
 
-def iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Interquartile mean along ``axis``: sort, drop ``int(0.25 n)`` values at each end,
-    average the rest (``scipy.stats.trim_mean(x, 0.25)``)."""
-    x = np.sort(np.asarray(x, np.float64), axis=axis)
-    n = x.shape[axis]
-    cut = int(0.25 * n)
-    return np.take(x, np.arange(cut, n - cut), axis=axis).mean(axis=axis)
+def over_runs(stat: str, values: np.ndarray) -> np.ndarray:
+    """``stat`` (``STATISTICS``) of ``values`` ``[..., runs, steps]`` over runs."""
+    return stats.iqm(values, axis=-2) if stat == "iqm" else values.mean(axis=-2)
 
 
-def bootstrap_ci(
-    values: np.ndarray, statistic=np.mean, samples: int = BOOTSTRAP_SAMPLES, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """95% percentile-bootstrap interval of ``statistic`` over seeds.
-
-    ``values``: ``[seeds, ...]``. Resamples the seeds with replacement ``samples`` times
-    (``numpy.random.default_rng(seed)``), applies ``statistic(resample, axis=0)`` and returns
-    the 2.5th and 97.5th percentiles, each of shape ``values.shape[1:]``.
-    """
-    values = np.asarray(values, np.float64)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, values.shape[0], size=(samples, values.shape[0]))
-    stats = np.stack([statistic(values[i], axis=0) for i in idx])
-    return np.percentile(stats, 2.5, axis=0), np.percentile(stats, 97.5, axis=0)
+def short_value(value: Any) -> str:
+    """An option's value as a legend shows it: ``3e-4``, ``0.001``, ``[64, 64]``, ``dqn``."""
+    if isinstance(value, float) and value and not 1e-3 <= abs(value) < 1e5:
+        mantissa, _, exponent = f"{value:.3e}".partition("e")
+        return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(list(value) if isinstance(value, tuple) else value)
 
 
-def _flatten(cfg: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for section in ("agent", "env", "run"):
-        for key, value in (cfg.get(section) or {}).items():
-            out[f"{section}.{key}"] = tuple(value) if isinstance(value, list) else value
-    return out
+def differing_options(options: Sequence[dict[str, Any]], swept: Collection[str] = ()) -> list[str]:
+    """The options whose values differ between the ``options`` of lines (``run.steps``
+    only when nothing else does): names first, then ``swept``, then those every line has,
+    then the rest (an agent's own options go with its name)."""
+    keys = sorted({k for o in options for k in o})
+    varying = [k for k in keys if len({repr(o.get(k)) for o in options}) > 1]
+    varying = [k for k in varying if k != "run.steps"] or varying
+    partial = lambda k: any(k not in o for o in options)
+    return sorted(varying, key=lambda k: (k not in NAMES_FIRST, k not in swept, partial(k), k))
 
 
-def load_curves(
-    run_dirs: Sequence[str | Path], metric: str, x: str = "step"
-) -> list[dict[str, Any]]:
-    """One dict per curve: ``options`` (config without the seed, plus swept values),
-    ``seed``, ``run``, ``order`` (index of its run directory in ``run_dirs``), ``step``
-    ``[T]`` (the ``x`` axis: ``step``, ``time`` or the running sum of ``episodes``) and
-    ``value`` ``[T]`` (NaN where the metric is missing)."""
-    check_x(x)
-    curves: dict[tuple, dict[str, Any]] = {}
-    for order, run_dir in enumerate(map(Path, run_dirs)):
-        metrics, config = run_dir / "metrics.jsonl", run_dir / "config.yaml"
-        if not metrics.is_file() or not config.is_file():
-            raise ConfigError(f"'{run_dir}' is not a run directory (no metrics.jsonl/config.yaml)")
-        options = _flatten(yaml.safe_load(config.read_text()) or {})
-        default_seed = options.pop("run.seed", 0)
-        for line in metrics.read_text().splitlines():
-            row = json.loads(line)
-            if metric not in row:
-                raise ConfigError(
-                    f"'{run_dir}' has no metric '{metric}'; it has: "
-                    f"{', '.join(k for k in row if k not in ('time', 'sps'))}"
-                )
-            swept = {k: v for k, v in row.items() if k.startswith("agent.")}
-            seed = row.get("seed", default_seed)
-            key = (str(run_dir), seed, tuple(sorted(swept.items())))
-            curve = curves.setdefault(
-                key,
-                {
-                    "options": {**options, **swept},
-                    "seed": seed,
-                    "run": str(run_dir),
-                    "order": order,
-                    "step": [],
-                    "value": [],
-                },
-            )
-            if x not in row:
-                raise ConfigError(f"'{run_dir}' has no '{x}' column for --x {x}")
-            curve["step"].append(row[x])
-            value = row[metric]
-            curve["value"].append(math.nan if value is None else float(value))
-    out = [
-        {**c, "step": np.asarray(c["step"], np.float64), "value": np.asarray(c["value"])}
-        for c in curves.values()
-    ]
-    if x == "episodes":
-        out = [{**c, "step": np.cumsum(c["step"])} for c in out]
-    return out
-
-
-def check_x(x: str) -> str:
-    """ConfigError unless ``x`` is a valid ``--x`` axis."""
-    if x not in X_AXES:
-        raise ConfigError(f"unknown --x '{x}'; valid: {', '.join(X_AXES)}")
-    return x
-
-
-def parse_smooth(spec: str | None) -> tuple[str, float] | None:
-    """``--smooth``: ``"ema:A"`` (0 <= A < 1) -> ("ema", A), ``"window:K"`` (integer K >= 1)
-    -> ("window", K), ``None`` or ``"none"`` -> None; ConfigError for anything else."""
-    if spec is None or spec == "none":
-        return None
-    kind, _, value = spec.partition(":")
-    valid = "valid: ema:A (0 <= A < 1), window:K (integer K >= 1), none"
-    try:
-        if kind == "ema" and 0.0 <= float(value) < 1.0:
-            return ("ema", float(value))
-        if kind == "window" and value.isdigit() and int(value) >= 1:
-            return ("window", int(value))
-    except ValueError:
-        pass
-    raise ConfigError(f"unknown --smooth '{spec}'; {valid}")
-
-
-def smooth(values: np.ndarray, how: tuple[str, float] | None) -> np.ndarray:
-    """``values`` ``[T]`` float64 smoothed over its finite entries (NaN stay NaN, and are
-    skipped): an exponential moving average ``s_t = a s_{t-1} + (1 - a) x_t`` with
-    ``s_0 = x_0``, or the trailing mean of the last ``k`` finite values."""
-    values = np.asarray(values, np.float64)
-    if how is None:
-        return values
-    out = values.copy()
-    finite = np.flatnonzero(np.isfinite(values))
-    x = values[finite]
-    if how[0] == "ema":
-        a, s = how[1], np.empty_like(x)
-        for i, v in enumerate(x):
-            s[i] = v if i == 0 else a * s[i - 1] + (1.0 - a) * v
-    else:
-        k = int(how[1])
-        c = np.concatenate([[0.0], np.cumsum(x)])
-        counts = np.arange(1, x.size + 1)
-        s = (c[counts] - c[np.maximum(counts - k, 0)]) / np.minimum(counts, k)
-    out[finite] = s
-    return out
-
-
-def common_grid(curves: list[dict[str, Any]], points: int | None = None) -> np.ndarray:
-    """The x grid the ``curves`` are interpolated onto: from the latest first to the
-    earliest last x where each has a finite value; ``points`` evenly spaced, or (None) every
-    x any curve logged in that range. Empty when the ranges do not overlap."""
-    xs = [c["step"][np.isfinite(c["value"])] for c in curves]
-    if any(x.size == 0 for x in xs):
-        return np.zeros(0)
-    low, high = max(float(x.min()) for x in xs), min(float(x.max()) for x in xs)
-    if low > high:
-        return np.zeros(0)
-    if points is not None:
-        return np.linspace(low, high, points) if points > 1 else np.asarray([high])
-    every = np.unique(np.concatenate(xs))
-    return every[(every >= low) & (every <= high)]
-
-
-def interpolate(curve: dict[str, Any], grid: np.ndarray) -> np.ndarray:
-    """``curve``'s finite values linearly interpolated at ``grid`` (``numpy.interp``)."""
-    keep = np.isfinite(curve["value"])
-    x, v = curve["step"][keep], curve["value"][keep]
-    order = np.argsort(x, kind="stable")
-    return np.interp(grid, x[order], v[order])
+def short_labels(options: Sequence[dict[str, Any]], swept: Collection[str] = ()) -> list[str]:
+    """One legend label per line: the fewest of its ``differing_options`` (taken in their
+    order, each kept only if it tells apart lines the ones before it did not) as
+    ``name=value``, the section dropped where the name is unique (``lr=3e-4``); an agent
+    or env name as its value alone (``dqn``)."""
+    varying = differing_options(options, swept)
+    shown: list[str] = []
+    for key in varying:
+        told = {tuple(repr(o.get(k)) for k in shown) for o in options}
+        if len(told) == len(options):
+            break
+        split = {tuple(repr(o.get(k)) for k in (*shown, key)) for o in options}
+        if len(split) > len(told):
+            shown.append(key)
+    short = [k.partition(".")[2] for k in shown]
+    names = [s if short.count(s) == 1 else k for k, s in zip(shown, short, strict=True)]
+    labels = []
+    for o in options:
+        parts = [
+            short_value(o.get(k)) if k in NAMES_FIRST else f"{name}={short_value(o.get(k))}"
+            for k, name in zip(shown, names, strict=True)
+            if k in o  # an option a line lacks is left out of its label
+        ]
+        labels.append(", ".join(parts) or f"{o.get('agent.name')} on {o.get('env.name')}")
+    return labels
 
 
 def group_curves(
@@ -220,23 +138,19 @@ def group_curves(
     points: int | None = None,
     names: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Lines: curves with equal options, labelled by the options that differ between lines
-    (or by ``names``, in the order of each line's first run directory), each curve
-    ``smooth``-ed and interpolated onto the line's ``common_grid``: ``step`` ``[G]``,
-    ``values`` ``[seeds, G]``, ``final`` ``[seeds]`` (each curve's last finite raw value)."""
+    """Lines: curves with equal options, labelled by ``short_labels`` and in the order of
+    the values of the options that differ (or by ``names``, in the order of each line's
+    first run directory), each curve ``smooth``-ed and
+    interpolated onto the line's ``common_grid``: ``step`` ``[G]``, ``values`` ``[seeds,
+    G]``, ``final`` ``[seeds]`` (each curve's last finite raw value), ``options``."""
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for curve in curves:
         key = tuple(sorted((k, repr(v)) for k, v in curve["options"].items()))  # a torso
         groups.setdefault(key, []).append(curve)  # spec is a dict: compared by its repr
-    keys = sorted({k for c in curves for k in c["options"]})
-    varying = [k for k in keys if len({repr(c["options"].get(k)) for c in curves}) > 1]
-    varying = [k for k in varying if k != "run.steps"] or varying
+    swept = {k for c in curves for k in c["swept"]}
+    labels = short_labels([members[0]["options"] for members in groups.values()], swept)
     lines = []
-    for members in groups.values():
-        options = members[0]["options"]
-        label = ", ".join(f"{k}={options.get(k)}" for k in varying)
-        if not label:
-            label = f"{options.get('agent.name')} on {options.get('env.name')}"
+    for members, label in zip(groups.values(), labels, strict=True):
         runs_of: dict[Any, str] = {}
         for c in members:
             if c["seed"] in runs_of:
@@ -252,6 +166,7 @@ def group_curves(
         lines.append(
             {
                 "label": label,
+                "options": members[0]["options"],
                 "seeds": sorted(c["seed"] for c in members),
                 "step": grid,
                 "values": values,
@@ -260,7 +175,9 @@ def group_curves(
             }
         )
     if names is None:
-        return sorted(lines, key=lambda line: line["label"])
+        differing = differing_options([line["options"] for line in lines], swept)
+        by_value = lambda v: (0, v, "") if isinstance(v, int | float) else (1, 0, repr(v))
+        return sorted(lines, key=lambda li: [by_value(li["options"].get(k)) for k in differing])
     if len(names) != len(lines):
         raise ConfigError(
             f"--names gives {len(names)} names for {len(lines)} lines; give one per line: "
@@ -275,19 +192,20 @@ def _last_finite(values: np.ndarray) -> float:
     return float(finite[-1]) if finite.size else math.nan
 
 
-def final_table(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per line: seeds, IQM of the final values with its 95% bootstrap CI, and the mean."""
+def final_table(lines: list[dict[str, Any]], stat: str = "iqm") -> list[dict[str, Any]]:
+    """Per line: seeds, and ``stat`` (``STATISTICS``) of the final values with its 95%
+    stratified-bootstrap CI (``jaxrl.stats.interval_estimate``; NaN with one seed)."""
     table = []
     for line in lines:
         finals = line["final"][np.isfinite(line["final"])]
-        row = {"label": line["label"], "seeds": len(line["seeds"])}
+        row = {"label": line["label"], "seeds": len(line["seeds"]), "value": math.nan}
+        row.update(low=math.nan, high=math.nan)
         if finals.size:
-            low, high = bootstrap_ci(finals, iqm)
-            row.update(
-                iqm=float(iqm(finals)), low=float(low), high=float(high), mean=float(finals.mean())
-            )
-        else:
-            row.update(iqm=math.nan, low=math.nan, high=math.nan, mean=math.nan)
+            statistic = lambda x: over_runs(stat, x)[..., 0]  # [reps, runs, 1] -> [reps]
+            estimate = stats.interval_estimate(finals, statistic)
+            row["value"] = float(estimate.point)
+            if finals.size > 1:
+                row.update(low=float(estimate.lower), high=float(estimate.upper))
         table.append(row)
     return table
 
@@ -313,17 +231,17 @@ def line_colors(cmap: str | None, n: int) -> list[Any]:
     return [colormap(i / max(n - 1, 1)) for i in range(n)]
 
 
-def plot(
+def draw(
     lines: list[dict[str, Any]],
     metric: str,
-    out: str | Path,
-    center: str = "mean",
+    stat: str = "iqm",
     x: str = "step",
     cmap: str | None = None,
-) -> None:
-    """Each line's ``center`` over runs (``"mean"`` or ``"iqm"``) against the ``x`` axis
-    (``X_AXES``), with the 95% percentile-bootstrap band of that statistic over runs, into
-    ``out``; line colours from ``cmap`` (``line_colors``)."""
+) -> Any:
+    """A matplotlib figure: each line's ``stat`` over runs (``STATISTICS``) against the
+    ``x`` axis (``X_AXES``), with the 95% stratified-bootstrap band of that statistic
+    (``jaxrl.stats.curve_interval``) where the line has more than one run; colours from
+    ``cmap`` (``line_colors``)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -331,25 +249,44 @@ def plot(
 
     colors = line_colors(cmap, len(lines))
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    bands = False
     for line, color in zip(lines, colors, strict=True):
         values = line["values"]
         keep = np.isfinite(values).all(axis=0)
         steps, values = line["step"][keep], values[:, keep]
         if not steps.size:
             continue
-        statistic = iqm if center == "iqm" else np.mean
-        middle = statistic(values, axis=0)
-        label = f"{line['label']} ({values.shape[0]} runs)"
-        (drawn,) = ax.plot(steps, middle, label=label, color=color)
-        if values.shape[0] > 1:
-            low, high = bootstrap_ci(values, statistic)
-            ax.fill_between(steps, low, high, color=drawn.get_color(), alpha=0.2, linewidth=0)
+        runs = values.shape[0]
+        label = f"{line['label']} ({runs} runs)" if runs > 1 else f"{line['label']} ({ONE_RUN})"
+        band = stats.curve_interval(values, lambda v: over_runs(stat, v))
+        (drawn,) = ax.plot(steps, band.point, label=label, color=color)
+        if runs > 1:
+            ax.fill_between(
+                steps, band.lower, band.upper, color=drawn.get_color(), alpha=0.2, linewidth=0
+            )
+            bands = True
     ax.set_xlabel(X_AXES[x])
     ax.set_ylabel(metric.replace("_", " "))
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(f"{'IQM' if center == 'iqm' else 'mean'} over runs (seeds), 95% bootstrap CI")
+    what = f"{STATISTICS[stat]} over runs (seeds), 95% stratified-bootstrap CI"
+    ax.set_title(what if bands else ONE_RUN if len(lines) == 1 else f"{ONE_RUN} per line")
     fig.tight_layout()
+    return fig
+
+
+def plot(
+    lines: list[dict[str, Any]],
+    metric: str,
+    out: str | Path,
+    center: str = "iqm",
+    x: str = "step",
+    cmap: str | None = None,
+) -> None:
+    """``draw`` (``center``: the statistic over runs, ``"iqm"`` or ``"mean"``) into ``out``."""
+    import matplotlib.pyplot as plt
+
+    fig = draw(lines, metric, center, x, cmap)
     fig.savefig(out, dpi=120)
     plt.close(fig)
 
@@ -389,6 +326,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         parser.add_argument("--names", help="line labels, comma-separated, one per line")
         parser.add_argument("--cmap", help="matplotlib colour map, e.g. tab10, viridis")
+        parser.add_argument(
+            "--stat", default="iqm", choices=list(STATISTICS), help="over seeds (iqm)"
+        )
         args = parser.parse_args(argv)
         check_out(args.out)
         check_x(args.x)
@@ -399,20 +339,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         names = None if args.names is None else [n.strip() for n in args.names.split(",")]
         curves = load_curves(args.run_dirs, args.metric, args.x)
         lines = group_curves(curves, smoothing, args.points, names)
-        plot(lines, args.metric, args.out, x=args.x, cmap=args.cmap)
+        plot(lines, args.metric, args.out, args.stat, args.x, args.cmap)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    fmt = lambda x: "-" if math.isnan(x) else f"{x:.1f}"
-    width = max(len(r["label"]) for r in final_table(lines))
-    print(f"final {args.metric}: IQM over runs [95% bootstrap CI], mean")
-    for row in final_table(lines):
-        print(
-            f"  {row['label']:<{width}}  {row['seeds']} runs  IQM {fmt(row['iqm'])} "
-            f"[{fmt(row['low'])}, {fmt(row['high'])}]  mean {fmt(row['mean'])}"
-        )
+    print_table(lines, args.metric, args.stat)
     print(f"curves: {args.out}")
     return 0
+
+
+def print_table(lines: list[dict[str, Any]], metric: str, stat: str) -> None:
+    """The ``final_table`` on stdout, and every option that differs between the lines."""
+    fmt = lambda x: "-" if math.isnan(x) else f"{x:.1f}"
+    table = final_table(lines, stat)
+    width = max(len(r["label"]) for r in table)
+    print(f"final {metric}: {STATISTICS[stat]} over runs [95% stratified-bootstrap CI]")
+    for row in table:
+        value = f"{STATISTICS[stat]} {fmt(row['value'])}"
+        if row["seeds"] == 1:
+            print(f"  {row['label']:<{width}}  {value}  ({ONE_RUN})")
+        else:
+            interval = f"[{fmt(row['low'])}, {fmt(row['high'])}]"
+            print(f"  {row['label']:<{width}}  {row['seeds']} runs  {value} {interval}")
+    differing = differing_options([line["options"] for line in lines])
+    if len(lines) > 1 and differing:
+        print(f"options that differ between the lines: {', '.join(differing)}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,10 @@ tasks]`` (float64 on the way in):
   ``StratifiedBootstrap``; ``interval_estimate``: the point estimate and its percentile
   confidence interval from those resamples (rliable's default method, ``percentile``,
   95%, 50,000 replications for aggregate metrics and 2,000 for profiles).
+* ``curve_interval``: a learning curve's statistic over runs at each step ``[runs,
+  steps]`` with its percentile band, each resample drawing whole runs (all their steps
+  together) with replacement, as rliable's sample-efficiency curves (one task: the
+  stratified bootstrap is over runs), 2,000 replications.
 * ``wilcoxon_signed_rank``: the exact two-sided p-value of paired differences (one
   run's score under two settings, seed by seed; Wilcoxon 1945), by enumerating every
   sign pattern of the ranks (``scipy.stats.wilcoxon(d, method="exact")`` without ties).
@@ -31,6 +35,7 @@ from numpy.typing import ArrayLike
 
 IQM_REPS = 50_000  # rliable's get_interval_estimates default
 PROFILE_REPS = 2_000  # rliable's create_performance_profile default
+CURVE_REPS = 2_000  # per learning curve: a statistic at every step of every resample
 
 
 def _runs_by_tasks(scores: ArrayLike) -> np.ndarray:
@@ -112,6 +117,38 @@ def interval_estimate(
     tail = 100.0 * (1.0 - confidence) / 2.0
     lower, upper = np.percentile(samples, [tail, 100.0 - tail], axis=0)
     return Interval(point, lower, upper)
+
+
+def curve_interval(
+    values: ArrayLike,
+    statistic: Callable[[np.ndarray], np.ndarray] | None = None,
+    reps: int = CURVE_REPS,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Interval:
+    """A curve's ``statistic`` over runs at each step and its bootstrap percentile band.
+
+    ``values`` ``[runs, steps]``; ``statistic`` maps ``[..., runs, steps]`` to ``[...,
+    steps]`` (default the IQM over runs). Each of the ``reps`` resamples draws ``runs``
+    whole runs with replacement (``default_rng(seed).integers(0, runs, (reps, runs))``);
+    the band holds the ``(1 -+ confidence) / 2`` quantiles of the resampled statistics at
+    each step. Returns ``[steps]`` float64 arrays.
+    """
+    x = np.asarray(values, np.float64)
+    if x.ndim != 2 or 0 in x.shape:
+        raise ValueError(f"values must be [runs, steps], non-empty; got {x.shape}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    statistic = statistic or (lambda v: iqm(v, axis=-2))
+    runs, steps = x.shape
+    rows = np.random.default_rng(seed).integers(0, runs, size=(reps, runs))
+    chunk = max(1, 2**24 // (reps * runs))  # at most 16M resampled values at once
+    samples = np.concatenate(
+        [statistic(x[:, i : i + chunk][rows]) for i in range(0, steps, chunk)], axis=-1
+    )
+    tail = 100.0 * (1.0 - confidence) / 2.0
+    lower, upper = np.percentile(samples, [tail, 100.0 - tail], axis=0)
+    return Interval(np.asarray(statistic(x), np.float64), lower, upper)
 
 
 def performance_profile(scores: ArrayLike, taus: Sequence[float] | np.ndarray) -> np.ndarray:

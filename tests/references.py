@@ -76,3 +76,30 @@ def quantile_huber(theta, taus, targets, kappa):
             row += abs(float(taus[i]) - (1.0 if u < 0 else 0.0)) * rho
         total += row / len(targets)
     return total
+
+
+def iqm(values):
+    """The interquartile mean: the mean of the sorted values with the lowest and highest
+    quarter (``floor(n / 4)`` each) dropped."""
+    ordered = sorted(float(v) for v in np.ravel(values))
+    cut = len(ordered) // 4
+    middle = ordered[cut : len(ordered) - cut]
+    return sum(middle) / len(middle)
+
+
+def percentile(values, q):
+    """Linear interpolation between the closest ranks (numpy's default method)."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100.0
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def bootstrap_iqm_interval(values, reps, seed=0):
+    """The 95% percentile interval of the IQM of ``reps`` resamples of one task's runs
+    ``values`` ``[runs]``, each drawn with replacement, one resample at a time; the draws
+    are ``jaxrl.stats``'s (``default_rng(seed).integers(0, runs, (reps, runs, 1))``)."""
+    runs = len(values)
+    rows = np.random.default_rng(seed).integers(0, runs, size=(reps, runs, 1))
+    resampled = [iqm([values[rows[r, i, 0]] for i in range(runs)]) for r in range(reps)]
+    return percentile(resampled, 2.5), percentile(resampled, 97.5)

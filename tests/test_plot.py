@@ -1,5 +1,7 @@
-"""``python -m jaxrl.plot``: IQM and the bootstrap interval against slow references,
-grouping of seeds (across run directories and within a seeds/sweep run) into lines, the
+"""``python -m jaxrl.plot``: what is drawn (the IQM per step and its stratified-bootstrap
+band against slow references, the mean with ``--stat mean``, no band and "1 run, no
+interval" for one run, legend labels of the options that tell lines apart), grouping of
+seeds (across run directories and within a seeds/sweep run) into lines, the
 final-performance table, and the options: interpolation of runs logged at different steps
 against a hand computation, smoothing against NumPy references, the x axes, names and
 colour maps, and mistakes (one line, exit 2, no image)."""
@@ -11,44 +13,23 @@ import pytest
 import yaml
 
 from jaxrl.plot import (
-    bootstrap_ci,
+    draw,
     group_curves,
-    iqm,
     line_colors,
     load_curves,
     main,
     parse_smooth,
+    short_labels,
     smooth,
 )
+from tests import references
 from tests.helpers import one_line_error
 
 
-def test_iqm_is_the_mean_of_the_middle_half():
-    rng = np.random.default_rng(0)
-    for n in (1, 4, 5, 8, 10):
-        x = rng.normal(size=n)
-        cut = int(0.25 * n)  # scipy.stats.trim_mean(x, 0.25)
-        assert iqm(x) == pytest.approx(np.sort(x)[cut : n - cut].mean())
-    assert iqm(np.array([100.0, 1, 2, 3, 4, 5, 6, -100])) == pytest.approx(3.5)
-
-
-def test_bootstrap_matches_a_loop():
-    values = np.random.default_rng(1).normal(size=(6, 3))
-    low, high = bootstrap_ci(values, samples=500, seed=7)
-    rng = np.random.default_rng(7)
-    idx = rng.integers(0, 6, size=(500, 6))
-    means = np.array([[values[i, t].mean() for t in range(3)] for i in idx])
-    np.testing.assert_allclose(low, np.percentile(means, 2.5, axis=0))
-    np.testing.assert_allclose(high, np.percentile(means, 97.5, axis=0))
-    assert (low <= values.mean(0)).all() and (values.mean(0) <= high).all()
-    same = bootstrap_ci(np.ones((4, 2)))
-    np.testing.assert_array_equal(same[0], same[1])
-
-
-def write_run(path, seed, rows, lr=1e-3):
+def write_run(path, seed, rows, lr=1e-3, agent=None):
     path.mkdir(parents=True)
     cfg = {
-        "agent": {"name": "dqn", "lr": lr},
+        "agent": {"name": "dqn", "lr": lr, **(agent or {})},
         "env": {"name": "CartPole-v1"},
         "run": {"seed": seed},
     }
@@ -71,17 +52,20 @@ def test_lines_and_table(tmp_path, capsys):
     dirs = sorted(str(p) for p in tmp_path.iterdir())
     lines = group_curves(load_curves(dirs, "episode_return"))
     by_label = {line["label"]: line for line in lines}
-    assert sorted(by_label) == ["agent.lr=0.001", "agent.lr=0.01"]
+    assert sorted(by_label) == ["lr=0.001", "lr=0.01"]
     # The sweep's lr 1e-3 member seeds join the single runs of lr 1e-3 (same options).
-    assert by_label["agent.lr=0.001"]["seeds"] == [0, 1, 2, 10, 11]
-    np.testing.assert_array_equal(by_label["agent.lr=0.01"]["values"], [[110.0] * 3, [111.0] * 3])
+    assert by_label["lr=0.001"]["seeds"] == [0, 1, 2, 10, 11]
+    np.testing.assert_array_equal(by_label["lr=0.01"]["values"], [[110.0] * 3, [111.0] * 3])
     out = tmp_path / "curves.png"
     assert main([*dirs, "--out", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     text = capsys.readouterr().out
     # Finals at lr 1e-3: 30, 31, 32, 20, 21 -> IQM of [20, 21, 30, 31, 32] is 82 / 3.
-    line = next(li for li in text.splitlines() if "agent.lr=0.001" in li)
-    assert "5 runs" in line and "IQM 27.3" in line and "mean 26.8" in line
+    line = next(li for li in text.splitlines() if "lr=0.001" in li)
+    low, high = references.bootstrap_iqm_interval([30, 31, 32, 20, 21], reps=50_000)
+    assert "5 runs" in line and f"IQM 27.3 [{low:.1f}, {high:.1f}]" in line
+    assert "mean" not in line  # the table gives the statistic drawn
+    assert "options that differ between the lines: agent.lr" in text
 
 
 def test_mistakes_exit_2(tmp_path, capsys):
@@ -151,7 +135,7 @@ def test_time_and_episode_axes_names_and_colours(tmp_path):
     np.testing.assert_array_equal(curve["step"], [2, 4, 6])  # running sum of episodes
     # Names follow the order the run directories are given, not the labels' order.
     curves = load_curves([tmp_path / "b", tmp_path / "a"], "episode_return")
-    assert [li["label"] for li in group_curves(curves)] == ["agent.lr=0.1", "agent.lr=0.2"]
+    assert [li["label"] for li in group_curves(curves)] == ["lr=0.1", "lr=0.2"]
     named = group_curves(
         load_curves([tmp_path / "a", tmp_path / "b"], "episode_return"), names=["A", "B"]
     )
@@ -205,3 +189,85 @@ def test_runs_whose_config_holds_a_dict_are_grouped_by_its_value(tmp_path):
     run("b0", 0, [8, 8])
     lines = group_curves(load_curves(sorted(str(p) for p in tmp_path.iterdir()), "episode_return"))
     assert sorted(line["seeds"] for line in lines) == [[0], [0, 1]]
+
+
+def drawn(lines, stat="iqm"):
+    """What ``draw`` put on the axes: per line its x and y data and its band's y values at
+    each x, the legend's labels and the title."""
+    import matplotlib.pyplot as plt
+
+    fig = draw(lines, "episode_return", stat)
+    (ax,) = fig.axes
+    bands = [c.get_paths()[0].vertices for c in ax.collections]
+    out = (
+        [(li.get_xdata(), li.get_ydata()) for li in ax.lines],
+        bands,
+        [t.get_text() for t in ax.get_legend().get_texts()],
+        ax.get_title(),
+    )
+    plt.close(fig)
+    return out
+
+
+def test_drawn_line_is_the_iqm_per_step_with_its_stratified_bootstrap_band(tmp_path):
+    # Five seeds, one far above the others at every step: the IQM drops it, the mean not.
+    finals = [[1.0, 2.0, 3.0], [2.0, 4.0, 5.0], [3.0, 3.0, 4.0], [2.5, 1.0, 6.0], [90, 95, 99]]
+    for seed, values in enumerate(finals):
+        rows = [{"step": 10 * (t + 1), "episode_return": v} for t, v in enumerate(values)]
+        write_run(tmp_path / f"run{seed}", seed, rows)
+    lines = group_curves(load_curves(sorted(tmp_path.iterdir()), "episode_return"))
+    (xy,), (band,), legend, title = drawn(lines)
+    values = np.asarray(finals)
+    np.testing.assert_array_equal(xy[0], [10, 20, 30])
+    np.testing.assert_allclose(xy[1], [references.iqm(values[:, t]) for t in range(3)])
+    # The band: at each step the 2.5th and 97.5th percentiles of the IQM of 2,000
+    # resamples of whole runs (draws of ``jaxrl.stats.curve_interval``), one at a time.
+    rows = np.random.default_rng(0).integers(0, 5, size=(2000, 5))
+    for t, x in enumerate((10, 20, 30)):
+        resampled = [references.iqm(values[r, t]) for r in rows]
+        at_x = band[band[:, 0] == x, 1]
+        assert references.percentile(resampled, 2.5) == pytest.approx(at_x.min())
+        assert references.percentile(resampled, 97.5) == pytest.approx(at_x.max())
+    assert legend == ["dqn on CartPole-v1 (5 runs)"]
+    assert title == "IQM over runs (seeds), 95% stratified-bootstrap CI"
+    (xy,), _, _, title = drawn(lines, "mean")
+    np.testing.assert_allclose(xy[1], values.mean(axis=0))
+    assert title.startswith("mean over runs")
+
+
+def test_one_run_is_drawn_without_a_band_and_says_so(tmp_path, capsys):
+    write_run(tmp_path / "run", 0, [{"step": s, "episode_return": 2.0 * s} for s in (1, 2)])
+    lines = group_curves(load_curves([tmp_path / "run"], "episode_return"))
+    (xy,), bands, legend, title = drawn(lines)
+    np.testing.assert_array_equal(xy[1], [2.0, 4.0])
+    assert bands == [] and legend == ["dqn on CartPole-v1 (1 run, no interval)"]
+    assert title == "1 run, no interval" and "95%" not in title
+    assert main([str(tmp_path / "run"), "--out", str(tmp_path / "c.png")]) == 0
+    (row,) = [li for li in capsys.readouterr().out.splitlines() if "CartPole" in li]
+    assert "IQM 4.0  (1 run, no interval)" in row and "[" not in row
+
+
+def test_legend_names_only_the_options_that_tell_the_lines_apart(tmp_path, capsys):
+    # Two configs that differ in 18 options: the learning rate (swept) and 17 others.
+    others = {f"option_{i:02d}": i for i in range(17)}
+    for lr in (1e-3, 3e-4):
+        rows = [{"step": s, "episode_return": 1.0, "seed": 0, "agent.lr": lr} for s in (1, 2)]
+        options = {k: v * (lr == 1e-3) for k, v in others.items()}
+        write_run(tmp_path / f"lr{lr}", 0, rows, lr=lr, agent=options)
+    # A PPO run: its own options go with its name.
+    write_run(
+        tmp_path / "ppo", 0, [{"step": 1, "episode_return": 1.0}], agent={"name": "ppo", "clip": 1}
+    )
+    dirs = sorted(tmp_path.iterdir())
+    lines = group_curves(load_curves(dirs[:2], "episode_return"))
+    assert [li["label"] for li in lines] == ["lr=3e-4", "lr=0.001"]  # by value
+    assert drawn(lines)[2] == ["lr=3e-4 (1 run, no interval)", "lr=0.001 (1 run, no interval)"]
+    lines = group_curves(load_curves([dirs[0], dirs[2]], "episode_return"))
+    assert [li["label"] for li in lines] == ["dqn", "ppo"]
+    assert main([*map(str, dirs[:2]), "--out", str(tmp_path / "c.png")]) == 0
+    differ = capsys.readouterr().out.splitlines()[-2]
+    assert differ.startswith("options that differ between the lines: agent.lr, agent.option_01")
+    assert differ.count("agent.") == 17  # option_00 is 0 in both
+    # An option one line lacks tells lines apart only when nothing else does.
+    dqn, ppo = {"agent.name": "dqn"}, {"agent.name": "ppo", "agent.clip": 1}
+    assert short_labels([{**dqn, "agent.x": 1}, dqn, ppo]) == ["dqn, x=1", "dqn", "ppo"]

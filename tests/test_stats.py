@@ -108,3 +108,25 @@ def test_wilcoxon_signed_rank_is_scipys_exact_test():
     assert stats.wilcoxon_signed_rank([]) == (0.0, 1.0)
     with pytest.raises(ValueError, match="at most 20"):
         stats.wilcoxon_signed_rank(np.ones(21))
+
+
+def test_curve_interval_resamples_whole_runs_like_the_slow_loop():
+    from tests import references
+
+    rng = np.random.default_rng(5)
+    runs, steps, reps = 6, 4, 300
+    x = rng.normal(size=(runs, steps)) * 10 + np.arange(steps)
+    got = stats.curve_interval(x, reps=reps, seed=2)
+    np.testing.assert_allclose(got.point, [references.iqm(x[:, t]) for t in range(steps)])
+    rows = np.random.default_rng(2).integers(0, runs, size=(reps, runs))
+    for t in range(steps):
+        resampled = [references.iqm([x[rows[r, i], t] for i in range(runs)]) for r in range(reps)]
+        assert got.lower[t] == pytest.approx(references.percentile(resampled, 2.5))
+        assert got.upper[t] == pytest.approx(references.percentile(resampled, 97.5))
+    # The mean, and a resample takes a run's steps together: two runs, one always above.
+    mean = stats.curve_interval(x, lambda v: v.mean(axis=-2), reps=reps, seed=2)
+    np.testing.assert_allclose(mean.point, x.mean(axis=0))
+    pair = stats.curve_interval([[0.0, 0.0], [1.0, 3.0]], lambda v: v.mean(axis=-2), reps=reps)
+    draws = np.random.default_rng(0).integers(0, 2, size=(reps, 2)).sum(axis=1) / 2
+    assert pair.lower[1] == pytest.approx(3 * np.percentile(draws, 2.5))
+    assert pair.upper[1] == pytest.approx(3 * np.percentile(draws, 97.5))

@@ -59,7 +59,15 @@ RENDERERS: dict[str, Callable[[jax.Array, int], jax.Array]] = {"Pendulum-v1": pe
 
 @dataclasses.dataclass(frozen=True)
 class PixelOptions:
-    """The checked options (module docstring)."""
+    """The checked options (module docstring).
+
+    Attributes:
+      pixels: observe a rendering instead of the state (JAX-native renderers, or
+        Gymnasium's for ``gym:`` envs).
+      resize: the frame's square side in pixels; None: 64.
+      grayscale: one luma channel instead of RGB.
+      stack_size: the latest frames stacked on the channel axis per observation (1: none).
+    """
 
     pixels: bool = False
     resize: int | None = None

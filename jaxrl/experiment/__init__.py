@@ -19,7 +19,8 @@ that imports it back):
 * ``callbacks``: the hook protocol the driver runs between chunks, named by ``--callback``.
 * ``warmstart``: ``--init-from``: which agent-state leaves are params, optimizer,
   normalizer, buffer, and taking them from another run's checkpoint.
-* ``helptext``: ``--help``'s agent and env-family lines and ``--agent NAME --help``.
+* ``helptext``: ``--help``'s agent and env-family lines and run and env options, and
+  ``--agent NAME --help``.
 * ``driver``: the chunk loop between setup and report, with checkpoints
   (``setup``, ``report``, ``checkpoint``, ``logging``).
 * ``run``: the entry points ``run_experiment``, ``resume_experiment`` and ``restore``.

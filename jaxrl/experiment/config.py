@@ -48,7 +48,13 @@ AGENTS = "agents"
 @dataclasses.dataclass(frozen=True)
 class EnvConfig:
     """An environment by name, the number of envs stepped together and the keyword
-    arguments of ``envs.make`` (``options``: ``backend``, ``frame_skip``, ...)."""
+    arguments of ``envs.make`` (``options``: ``backend``, ``frame_skip``, ...).
+
+    Attributes:
+      name: the environment's registered name or alias (``--env``).
+      num_envs: envs stepped together as one batch (``--num-envs``).
+      options: the env's own keyword arguments (``--env.KEY VALUE``), and the pixel ones.
+    """
 
     name: str
     num_envs: int = 1

@@ -413,7 +413,7 @@ def drive(
     summary = _summary(driver, compile_time, finals)
     batched = setup.launch.batched
     if batched:
-        summary = report.across_members(summary)
+        summary = report.across_members(summary, setup.members)
     if is_primary():
         report.write_summary(summary, run_dir)
     report.print_summary(

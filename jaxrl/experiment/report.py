@@ -4,10 +4,12 @@ written to ``summary.yaml`` and printed as a table at the end.
 The summary tells what happened to the run as a whole: the final greedy evaluation (at
 least ``FINAL_EPISODES`` episodes per member, of the policy the last checkpoint holds),
 each member's first env step at which an evaluation reached ``run.stop_return`` (the
-target), and for a seed or sweep run the interquartile mean of the members' final
-returns with its 95% stratified-bootstrap confidence interval and the fraction of members
-whose final return is at or above the target (Agarwal et al. 2021; ``jaxrl.stats``). A
-single run that stopped at the target says at which evaluation it stopped.
+target), and for a seed run the interquartile mean of the members' final returns with its
+95% stratified-bootstrap confidence interval and the fraction of members whose final
+return is at or above the target (Agarwal et al. 2021; ``jaxrl.stats``). A sweep gives
+these per configuration (the seeds of one point of the grid), never pooled over
+configurations. A single run that stopped at the target says at which evaluation it
+stopped.
 """
 
 from __future__ import annotations
@@ -53,25 +55,67 @@ class Summary:
     first_solve_steps: list[int | None] = dataclasses.field(default_factory=list)  # per member
     stopped_at_step: int | None = None  # a single run stopped at this evaluation's step ...
     stopped_at_return: float | None = None  # ... whose return reached the target
-    final_iqm: float | None = None  # seed and sweep runs: IQM of the members' final returns
+    final_iqm: float | None = None  # seed runs: IQM of the members' final returns
     final_iqm_ci: list[float] | None = None  # its 95% stratified-bootstrap CI [lower, upper]
     fraction_at_target: float | None = None  # members whose final return >= target
+    # sweeps, instead of the three above: one ``ConfigStats.asdict()`` per point of the grid
+    configs: list[dict[str, Any]] | None = None
     stopped_by: str | None = None  # "SPEC: reason" of the callback that ended the run early
 
 
-def across_members(summary: Summary) -> Summary:
-    """``summary`` with the IQM, its 95% CI and the fraction at the target filled in from
-    ``final_eval_returns`` (one task, the members as runs)."""
-    finals = np.asarray(summary.final_eval_returns, np.float64)
-    estimate = stats.interval_estimate(finals)
-    at_target = None
-    if summary.target is not None:
-        at_target = float(np.mean(finals >= summary.target))
+@dataclasses.dataclass
+class ConfigStats:
+    """The final returns of one configuration's seeds: their IQM with its 95%
+    stratified-bootstrap CI (one task, the seeds as runs) and the fraction at the target."""
+
+    values: dict[str, float]  # the swept values, {"agent.lr": 0.001}; {} for a seed run
+    seeds: list[int]
+    final_iqm: float
+    final_iqm_ci: list[float]
+    fraction_at_target: float | None
+
+    def label(self) -> str:
+        return ", ".join(f"{k} {v:g}" for k, v in self.values.items())
+
+
+def config_stats(
+    finals: Sequence[float], members: Sequence[dict[str, Any]], target: float | None
+) -> list[ConfigStats]:
+    """One ``ConfigStats`` per configuration (the members' values but the seed), in the
+    members' order: a seed run has one, a sweep one per point of its grid."""
+    groups: dict[tuple, list[int]] = {}
+    for b, member in enumerate(members):
+        groups.setdefault(tuple((k, v) for k, v in member.items() if k != "seed"), []).append(b)
+    out = []
+    for key, indices in groups.items():
+        scores = np.asarray([finals[b] for b in indices], np.float64)
+        estimate = stats.interval_estimate(scores)
+        at_target = None if target is None else float(np.mean(scores >= target))
+        out.append(
+            ConfigStats(
+                values=dict(key),
+                seeds=[members[b].get("seed", 0) for b in indices],
+                final_iqm=float(estimate.point),
+                final_iqm_ci=[float(estimate.lower), float(estimate.upper)],
+                fraction_at_target=at_target,
+            )
+        )
+    return out
+
+
+def across_members(summary: Summary, members: Sequence[dict[str, Any]]) -> Summary:
+    """``summary`` with the IQM, its 95% CI and the fraction at the target of the members'
+    ``final_eval_returns``: of a seed run's members, or per configuration (``configs``) of
+    a sweep's, never pooled over configurations."""
+    per_config = config_stats(summary.final_eval_returns, members, summary.target)
+    if len(per_config) > 1:
+        return dataclasses.replace(summary, configs=[dataclasses.asdict(c) for c in per_config])
+    (only,) = per_config
     return dataclasses.replace(
         summary,
-        final_iqm=float(estimate.point),
-        final_iqm_ci=[float(estimate.lower), float(estimate.upper)],
-        fraction_at_target=at_target,
+        final_iqm=only.final_iqm,
+        final_iqm_ci=only.final_iqm_ci,
+        fraction_at_target=only.fraction_at_target,
     )
 
 
@@ -186,12 +230,9 @@ def print_summary(
     if batched:
         for row in member_lines(summary, members, target):
             table.add_row(*row)
-    if batched and summary.final_iqm is not None:
-        low, high = summary.final_iqm_ci or (math.nan, math.nan)
-        table.add_row("final IQM [95% CI]", f"{fmt(summary.final_iqm)} [{fmt(low)}, {fmt(high)}]")
-    if batched and summary.fraction_at_target is not None:
-        count = round(summary.fraction_at_target * len(members))
-        table.add_row(f"final return >= {target:g}", f"{count} of {len(members)} members")
+    if batched:
+        for row in iqm_lines(summary, len(members), target):
+            table.add_row(*row)
     if target is not None and not batched:
         if summary.stopped_at_step is not None:
             solved = (
@@ -207,6 +248,35 @@ def print_summary(
         table.add_row("stopped by callback", summary.stopped_by)
     table.add_row("run directory", str(summary.run_dir))
     console.print(table)
+
+
+def iqm_lines(summary: Summary, members: int, target: float | None) -> list[tuple[str, str]]:
+    """The IQM of the final returns with its CI, and how many reached the target: of the
+    members of a seed run, or of each configuration's seeds in a sweep."""
+    if summary.configs is None:
+        if summary.final_iqm is None:
+            return []
+        groups = [("", summary.final_iqm, summary.final_iqm_ci, summary.fraction_at_target)]
+        of = "members"
+    else:
+        groups = [
+            (
+                ConfigStats(**c).label() + ": ",
+                c["final_iqm"],
+                c["final_iqm_ci"],
+                c["fraction_at_target"],
+            )
+            for c in summary.configs
+        ]
+        members, of = members // len(groups), "seeds"
+    lines = []
+    for name, point, ci, at_target in groups:
+        low, high = ci or (math.nan, math.nan)
+        lines.append((f"{name}final IQM [95% CI]", f"{fmt(point)} [{fmt(low)}, {fmt(high)}]"))
+        if at_target is not None and target is not None:
+            count = round(at_target * members)
+            lines.append((f"{name}final return >= {target:g}", f"{count} of {members} {of}"))
+    return lines
 
 
 def member_lines(

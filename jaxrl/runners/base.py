@@ -32,10 +32,10 @@ class RunConfig(Options):
       eval_episodes: episodes per evaluation (the CLI's evaluation env has this many envs).
       stop_return: the host driver stops after an evaluation reaching this return.
       seed: the PRNG seed of the run.
-      opponent_pool: self-play only: past snapshots of the agent that play one seat in some
-        envs (``runners/games/opponent_pool.py``); 0 = pure self-play.
-      opponent_envs: self-play only: the fraction of envs with a snapshot in one seat
-        (OpenAI Five's 20% of games against past selves, Berner et al. 2019, section 4.2).
+      opponent_pool: self-play only: past snapshots of the agent kept to play one seat in
+        some envs; 0 = pure self-play. See ``runners/games/opponent_pool.py``.
+      opponent_envs: self-play only: the fraction of envs with a snapshot in one seat.
+        OpenAI Five's 20% of games against past selves (Berner et al. 2019, section 4.2).
       opponent_every: self-play only: env steps between two snapshots.
       opponent_scripted: self-play only: the fraction of envs with the game's scripted
         opponent (win, block, else random) in one seat; 0 = none.

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from jaxrl.experiment import report, sweep
 from jaxrl.train import main
+from tests import references
 from tests.helpers import one_line_error, tiny_run
 
 TINY = tiny_run(
@@ -60,7 +61,7 @@ def test_seed_summary_gives_iqm_ci_fraction_and_first_solves():
     members = [{"seed": i} for i in range(8)]
     solves = [1280, None, 2560, 3840, 640, 1280, None, 5120]
     s = report.across_members(
-        summary(final_eval_returns=finals, target=475.0, first_solve_steps=solves)
+        summary(final_eval_returns=finals, target=475.0, first_solve_steps=solves), members
     )
     # The middle half of the sorted finals: 200, 475, 480, 499.
     assert s.final_iqm == pytest.approx((200 + 475 + 480 + 499) / 4)
@@ -74,6 +75,36 @@ def test_seed_summary_gives_iqm_ci_fraction_and_first_solves():
     assert "first >= 475: step 5,120" in text
     data = yaml.safe_load(yaml.safe_dump({k: v for k, v in s.__dict__.items() if k != "run_dir"}))
     assert data["first_solve_steps"] == solves and data["fraction_at_target"] == 0.625
+
+
+def test_sweep_summary_gives_each_configs_iqm_and_ci_never_one_pooled_over_configs():
+    """``--seeds 8 --sweep agent.lr=1e-3,3e-4``: the members are the grid's points times the
+    seeds (point-major); each learning rate's eight final returns get their own IQM and
+    stratified-bootstrap CI (references: ``tests/references.py``), no IQM pools them."""
+    rng = np.random.default_rng(7)
+    lrs = (1e-3, 3e-4)
+    by_lr = {1e-3: rng.uniform(300, 500, 8), 3e-4: rng.uniform(100, 350, 8)}
+    members = [{"seed": i, "agent.lr": lr} for lr in lrs for i in range(8)]
+    finals = [float(by_lr[m["agent.lr"]][m["seed"]]) for m in members]
+    s = report.across_members(summary(final_eval_returns=finals, target=300.0), members)
+    assert s.final_iqm is None and s.final_iqm_ci is None and s.fraction_at_target is None
+    assert [c["values"] for c in s.configs] == [{"agent.lr": lr} for lr in lrs]
+    text = printed(s, members, True, 300.0)
+    for config, lr in zip(s.configs, lrs, strict=True):
+        scores = list(by_lr[lr])
+        assert config["seeds"] == list(range(8))
+        assert config["final_iqm"] == pytest.approx(references.iqm(scores), rel=1e-12)
+        low, high = references.bootstrap_iqm_interval(scores, reps=50_000)
+        assert config["final_iqm_ci"] == pytest.approx([low, high], rel=1e-12)
+        reached = sum(x >= 300.0 for x in scores)
+        assert config["fraction_at_target"] == reached / 8
+        assert f"agent.lr {lr:g}: final IQM [95% CI]" in text
+        assert f"{config['final_iqm']:.1f} [{low:.1f}, {high:.1f}]" in text
+        assert f"{reached} of 8 seeds" in text
+    pooled = f"{references.iqm(finals):.1f}"
+    assert text.count("final IQM [95% CI]") == 2 and pooled not in text
+    data = yaml.safe_load(yaml.safe_dump({k: v for k, v in s.__dict__.items() if k != "run_dir"}))
+    assert data["configs"][1]["values"] == {"agent.lr": 3e-4}
 
 
 def test_single_run_stopped_at_target_says_where_and_evaluates_20_episodes(tmp_path, capsys):

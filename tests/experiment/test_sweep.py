@@ -109,17 +109,22 @@ def test_seeds_and_lr_sweep_equal_separate_runs(tmp_path, sweep_run):
         assert_curves_close(curve, got)
 
 
-def test_seed_run_summary_has_iqm_of_the_members_final_returns(sweep_run):
+def test_sweep_summary_has_the_iqm_of_each_learning_rates_final_returns(sweep_run):
     import yaml
 
-    from jaxrl.stats import iqm
+    from tests.references import iqm
 
     data = yaml.safe_load((sweep_run / "summary.yaml").read_text())
     finals = data["final_eval_returns"]
     assert len(finals) == 4 and data["final_eval_episodes"] == 20  # 10 evaluations of 2
-    assert data["final_iqm"] == pytest.approx(iqm(finals))
-    low, high = data["final_iqm_ci"]
-    assert min(finals) <= low <= data["final_iqm"] <= high <= max(finals)
+    assert data["final_iqm"] is None and data["final_iqm_ci"] is None  # nothing pooled
+    for p, (lr, config) in enumerate(zip(LRS, data["configs"], strict=True)):
+        mine = finals[2 * p : 2 * p + 2]  # member p * K + i
+        assert config["values"] == {"agent.lr": float(lr)} and config["seeds"] == [5, 6]
+        assert config["final_iqm"] == pytest.approx(iqm(mine))
+        low, high = config["final_iqm_ci"]
+        assert min(mine) <= low <= config["final_iqm"] <= high <= max(mine)
+        assert config["fraction_at_target"] is None
     assert data["target"] is None and data["fraction_at_target"] is None
     assert data["first_solve_steps"] == [None] * 4
 

@@ -29,38 +29,39 @@ class AuxiliaryOptions(Options):
     """Demonstrations and auxiliary learners (``agents/auxiliary/base.py``); all off by default.
 
     Attributes:
-      demo_file: a ``.npz`` of transitions (``buffers/demonstrations.py``; e.g. written by
-        ``python -m jaxrl.export_buffer``): the demonstrations mixed into batches, and
-        AMP's reference data. None: none.
+      demo_file: a ``.npz`` of transitions: demonstrations mixed into batches, AMP's
+        reference data. See ``buffers/demonstrations.py``; e.g. written by ``python -m
+        jaxrl.export_buffer``. None: none.
       demo_ratio: the fraction of every replay batch replaced by demonstrations, in
-        [0, 1]; exactly ``round(demo_ratio * batch_size)`` rows per batch.
-      amp: attach AMP (Peng et al. 2021; ``agents/auxiliary/amp.py``), the reference transitions
-        being ``demo_file``'s ``(obs, next_obs)``.
-      style_reward_weight: ``w_S``, the style reward's weight added to the task reward
-        (a continuous hyperparameter: sweepable); 0 leaves the agent as without AMP.
+        [0, 1]. Exactly ``round(demo_ratio * batch_size)`` rows per batch.
+      amp: attach AMP (Peng et al. 2021), reference transitions ``demo_file``'s. The
+        discriminator (``agents/auxiliary/amp.py``) tells the agent's ``(obs, next_obs)``
+        from the demonstrations'.
+      style_reward_weight: ``w_S``, the style reward's weight added to the task reward.
+        A continuous hyperparameter (sweepable); 0 leaves the agent as without AMP.
       amp_grad_penalty: ``w^gp`` of the gradient penalty on reference samples (10, the
         paper's value); also the action-symmetry discriminator's.
-      amp_lr: the discriminator's Adam learning rate (3e-4: SAC's; the paper's 1e-5 was
-        for runs of 10^8 samples, too slow for short runs).
+      amp_lr: the discriminator's Adam learning rate (3e-4: SAC's). The paper's 1e-5 was
+        for runs of 10^8 samples, too slow for short runs.
       amp_hidden_sizes: the discriminator's ReLU layers (the paper's 1024, 512 for
         humanoids; 256, 256 here).
       action_symmetry: attach Emote's action-symmetry discriminator and confusion reward.
       right_action_map, left_action_map: action dimensions of the right and the left
         side, pairwise mirrored (same length, each index in ``[0, |A|)``).
       confusion_reward_weight: the confusion reward's weight added to the task reward.
-      curl: attach CURL (Laskin et al. 2020; ``agents/auxiliary/curl.py``): a contrastive loss on
-        random crops of image observations added to the agent's loss, shaping its torso
+      curl: attach CURL (Laskin et al. 2020), a contrastive loss on random image crops.
+        The loss (``agents/auxiliary/curl.py``) is added to the agent's, shaping its torso
         (the Q-learning agents: dqn, rainbow and their kind; sac, on its critic's encoder,
         shared then by the critics and, detached, by the actor: ``agents/off_policy/sac.py``).
         Defaults: CURL's reference Rainbow (``aravindsrinivas/curl_rainbow``); the preset
         ``pixels-pendulum-curl-sac`` sets the paper's SAC values.
-      curl_pad: the crop's padding, pixels per side (edge pixels repeated, then cropped
-        back at a random offset; 4 for 84x84 Atari frames as the reference, 1 suits
-        MinAtar's 10x10).
+      curl_pad: the crop's padding, pixels per side (4 for 84x84 Atari frames, 1 for
+        MinAtar's 10x10). Edge pixels are repeated, then cropped back at a random offset,
+        as the reference.
       curl_weight: the contrastive loss's weight in the agent's loss (1; the reference's
         0.01 for Pong, Boxing, Private Eye and Freeway).
-      curl_tau: the momentum encoder's update fraction per gradient step (0.001: the
-        reference's momentum 0.999; the paper's DMControl SAC 0.05).
+      curl_tau: the momentum encoder's update fraction per gradient step (0.001). The
+        reference's momentum 0.999; the paper's DMControl SAC 0.05.
       curl_lr: Adam's learning rate for ``W`` and the projection head (1e-4).
       curl_hidden, curl_dim: the projection head's widths (256, 128).
       curl_logit_scale: the InfoNCE logits' scale (0.1 as the reference; the paper: 1).

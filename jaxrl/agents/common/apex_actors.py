@@ -21,12 +21,13 @@ class ApexOptions(Options):
     """The actors and the replay layout of an Ape-X agent.
 
     Attributes:
-      num_actors: ``K``, actors; each is a group of ``num_envs / K`` envs (must divide);
-        None: one actor per env (the paper's actors each step one env).
+      num_actors: ``K``, the number of actors, each a group of ``num_envs / K`` envs. It
+        must divide ``num_envs``; None: one actor per env (the paper's actors each
+        step one env).
       actor_epsilon, actor_epsilon_alpha: the schedule's ``epsilon`` (0.4) and ``alpha``
         (7), Horgan et al. 2018, section 4.1.
-      actor_update_period: steps of an actor (vector-env steps) between refreshes of the
-        actors' parameters (the paper: 400 frames = 100 agent steps).
+      actor_update_period: an actor's steps between refreshes of its parameters. Steps
+        are vector-env steps (the paper: 400 frames = 100 agent steps).
       replay_shards: shards of the replay (``buffers/sharded.py``); 1: one prioritized
         buffer. Must divide ``num_envs``; ``--devices D`` puts ``S / D`` on each device
         (``D`` must divide ``S``).

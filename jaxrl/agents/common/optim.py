@@ -61,7 +61,28 @@ Schedule = Callable[[jax.Array], jax.Array]
 
 @dataclasses.dataclass(frozen=True)
 class OptimizerOptions(Options):
-    """The optimizer and learning-rate schedule of an agent (module docstring)."""
+    """The optimizer and learning-rate schedule of an agent (module docstring).
+
+    Attributes:
+      optimizer: ``"adam"``, ``"adamw"``, ``"radam"``, ``"rmsprop"`` or ``"sgd"``, with
+        optax's defaults unless set below.
+      adam_eps: Adam's epsilon (optax's 1e-8), also RAdam's and AdamW's.
+      weight_decay: AdamW's decoupled weight decay (optax's 1e-4).
+      momentum: RMSProp's and SGD's momentum; 0 for none.
+      rmsprop_decay: RMSProp's decay of the mean square (0.9).
+      rmsprop_eps: RMSProp's epsilon (1e-8).
+      rmsprop_eps_in_sqrt: RMSProp adds its epsilon inside the square root (TensorFlow's;
+        optax's default) rather than outside (PyTorch's).
+      rmsprop_centered: centered RMSProp, dividing by the gradient's standard deviation.
+      rmsprop_initial_scale: RMSProp's initial mean square (0; TensorFlow 1's is 1).
+      lr_schedule: the learning rate over env steps: ``"constant"``, ``"linear"``,
+        ``"cosine"`` or ``"piecewise"``. See the module docstring.
+      lr_decay_steps: env steps of a linear or cosine decay (needed by both).
+      lr_end_factor: a linear or cosine decay ends at ``lr * lr_end_factor``.
+      lr_boundaries: a piecewise schedule's env steps, strictly increasing.
+      lr_scales: the factors a piecewise schedule applies from each boundary on
+        (cumulative).
+    """
 
     optimizer: Literal["adam", "adamw", "radam", "rmsprop", "sgd"] = "adam"
     adam_eps: float = option(1e-8, ge=0)
@@ -106,8 +127,23 @@ def check_piecewise(b_name: str, boundaries: tuple, v_name: str, values: tuple) 
 @dataclasses.dataclass(frozen=True)
 class EpsilonOptions(Options):
     """Epsilon-greedy's schedule over env steps (``epsilon_schedule``), shared by the
-    Q-learning agents (``agents/q_learning/config.py``) and tabular Q-learning; the agent's
-    config documents the fields and may change their defaults."""
+    Q-learning agents (``agents/q_learning/config.py``) and tabular Q-learning; an agent's
+    config may change the defaults and say more of them.
+
+    Attributes:
+      epsilon_start: epsilon at env step 0 of a linear schedule.
+      epsilon_end: epsilon at the end of the schedule, and the floor of an exponential one.
+      epsilon_decay_steps: env steps of a linear schedule from ``epsilon_start`` to
+        ``epsilon_end`` (RLHive's LinearSchedule).
+      epsilon_schedule: ``"linear"``, ``"exponential"`` or ``"piecewise"``. Exponential:
+        epsilon multiplied by ``epsilon_decay`` at every acting call, floored at
+        ``epsilon_end`` (machin's ``epsilon_decay``); piecewise: linear through the points
+        ``epsilon_boundaries`` (env steps), ``epsilon_values``.
+      epsilon_decay: an exponential schedule's factor per acting call (machin's 0.9999).
+      epsilon_boundaries: a piecewise schedule's env steps, strictly increasing.
+      epsilon_values: a piecewise schedule's epsilon at each boundary.
+      eval_epsilon: epsilon of greedy evaluation (``explore=False``).
+    """
 
     epsilon_start: float = option(1.0, ge=0, le=1)
     epsilon_end: float = option(0.05, ge=0, le=1)

@@ -55,10 +55,12 @@ class MADDPGConfig(Options):
     Attributes:
       hidden_sizes: ReLU layers of every actor and critic, (64, 64).
       actor_lr, critic_lr: Adam step sizes, 1e-2.
-      gamma: discount, 0.95. tau: Polyak step of the targets, 0.01.
+      gamma: discount, 0.95.
+      tau: Polyak step of the targets, 0.01.
       temperature: the Gumbel-softmax temperature, 1.0.
       max_grad_norm: global gradient norm clip, 0.5.
-      buffer_size: transitions kept (games x steps), 1e6. batch_size: 1024.
+      buffer_size: transitions kept (games x steps), 1e6.
+      batch_size: minibatch size, 1024.
       learning_starts: env steps stored before learning, 25,600 (``batch x max_episode_len``).
       updates_per_rollout: gradient steps per ``update`` call, 1.
     """

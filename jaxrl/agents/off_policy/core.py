@@ -72,7 +72,8 @@ class OffPolicyConfig(OptimizerOptions, AuxiliaryOptions, LatentPriorOptions):
     Attributes:
       hidden_sizes: ReLU layers of actor and critics.
       actor_lr, critic_lr: Adam learning rates.
-      gamma: discount. tau: Polyak rate of the target networks.
+      gamma: discount.
+      tau: Polyak rate of the target networks.
       buffer_size, batch_size: replay capacity (transitions) and minibatch size.
       learning_starts: env steps of uniformly random actions before learning starts.
       updates_per_step: gradient steps per vector-env step (per ``T`` of a rollout).
@@ -89,20 +90,24 @@ class OffPolicyConfig(OptimizerOptions, AuxiliaryOptions, LatentPriorOptions):
         ``reward_scale * sum_{k<m} gamma^k r_k + gamma^m (1 - terminated) V(s_m)``, cut at
         an episode's end (``ops.n_step_bootstrap``; Hessel et al. 2018).
       prioritized: proportional prioritized replay (Schaul et al. 2016; machin's
-        ``DDPGPer``): items drawn with probability ``(|delta| + priority_eps) **
+        ``DDPGPer``). Items are drawn with probability ``(|delta| + priority_eps) **
         priority_alpha`` (normalized), ``delta`` the critics' TD error averaged over the
         ensemble, and the critic loss weighted by importance weights whose exponent is
         annealed linearly from ``beta_start`` to 1 over ``beta_decay_steps`` env steps.
         ``priority_alpha`` 0.6, ``beta_start`` 0.4: the paper's proportional variant
         (SAC's ``alpha`` is its entropy temperature, hence the prefix).
-      target_update_period: 0 (default): Polyak averaging with ``tau`` wherever the
-        algorithm updates its targets; ``k > 0``: no averaging, the targets are copied
-        from the online networks after every ``k``-th gradient (critic) step (hard
-        updates, as DQN's target network).
-      adam_eps: Adam's epsilon (optax's 1e-8); the optimizer and the learning-rate
+      priority_alpha: prioritized replay's priority exponent (0.6).
+      beta_start: the importance-weight exponent at step 0, annealed to 1 (0.4).
+      beta_decay_steps: env steps over which the importance exponent reaches 1.
+      priority_eps: added to |TD error| in priorities, so none is zero (1e-6).
+      target_update_period: 0: Polyak averaging with ``tau``; ``k > 0``: hard copies
+        every ``k``-th critic step. With 0 (the default) the targets are averaged wherever
+        the algorithm updates them; with ``k`` they are copied from the online networks
+        after every ``k``-th gradient (critic) step (hard updates, as DQN's target network).
+      adam_eps: Adam's epsilon (optax's 1e-8). The optimizer and the learning-rate
         schedule of every ``*_lr`` are ``agents/common/optim.py``'s options.
       torso: the observation encoder (``networks.make_torso``: a name, a registered
-        name or a torso spec); ``"auto"``: none (the MLP on the flat observation) for
+        name or a torso spec). ``"auto"``: none (the MLP on the flat observation) for
         vectors, ``nature`` / ``minatar`` for images. Each actor and critic owns one.
       feature_dim: the encoder's output width (one dense layer after its convolutions).
       demo_file, demo_ratio, amp, action_symmetry and their options: demonstrations and

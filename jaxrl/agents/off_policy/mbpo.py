@@ -95,18 +95,22 @@ class MBPOConfig(SACConfig):
     ``mbpo/algorithms/mbpo.py``). SAC's options (``SACConfig``) apply to the policy.
 
     Attributes:
-      learning_starts: 5,000 random steps (``init_exploration_steps``).
+      learning_starts: env steps of random actions before learning (5,000,
+        ``init_exploration_steps``).
       updates_per_step: SAC gradient steps per env step, the paper's G (20,
         ``n_train_repeat``).
       num_members, num_elites: ensemble size and elites (7 and 5).
-      model_hidden_sizes: (200, 200, 200, 200), swish. model_lr: Adam, 1e-3.
-      model_batch_size: 256 per member. model_train_freq: 250 env steps.
-      model_train_steps: Adam steps per training phase (the reference trains to
-        convergence on a held-out split instead; see the module docstring).
+      model_hidden_sizes: the dynamics model's swish layers (200, 200, 200, 200).
+      model_lr: the dynamics model's Adam learning rate (1e-3).
+      model_batch_size: the model's minibatch size per member (256).
+      model_train_freq: env steps between two model training phases (250).
+      model_train_steps: Adam steps per model training phase. The reference trains to
+        convergence on a held-out split instead; see the module docstring.
       holdout_size: real transitions for the input statistics and for choosing elites.
       rollout_batch_size: model rollouts started per phase (100,000).
       rollout_schedule: [a, b, x, y]: rollout length from x to y over epochs a to b
-        (HalfCheetah's [20, 100, 1, 1]: 1-step rollouts). epoch_length: 1,000 env steps.
+        (HalfCheetah's [20, 100, 1, 1]: 1-step rollouts).
+      epoch_length: env steps per epoch of the rollout schedule (1,000).
       model_retain_epochs: epochs of rollouts the model buffer holds (1).
       real_ratio: the fraction of real transitions in a SAC minibatch (0.05).
       termination: "auto" (by env name, module docstring) or "never".

@@ -81,17 +81,25 @@ class SACConfig(OffPolicyConfig):
     noted. The shared fields are documented in ``OffPolicyConfig``.
 
     Attributes:
-      hidden_sizes: (256, 256). actor_lr, critic_lr, alpha_lr: Adam, 3e-4 each.
-      gamma: 0.99. tau: 0.005 (target update every gradient step).
-      buffer_size: 1e6. batch_size: 256. updates_per_step: 1.
-      learning_starts: 10,000 random steps (softlearning's ``n_initial_exploration_steps``).
+      hidden_sizes: ReLU layers of actor and critics (256, 256).
+      actor_lr, critic_lr: Adam learning rates (3e-4 each).
+      alpha_lr: the temperature's Adam learning rate (3e-4).
+      gamma: discount (0.99).
+      tau: Polyak rate of the targets (0.005, updated every gradient step).
+      buffer_size: replay capacity in transitions (1e6).
+      batch_size: minibatch size (256).
+      updates_per_step: gradient steps per vector-env step (1).
+      learning_starts: env steps of random actions before learning (10,000;
+        softlearning's ``n_initial_exploration_steps``).
       num_critics: critics in the ensemble, minimum taken over all (2: clipped double Q).
-      alpha: the initial temperature (1.0, as Stable-Baselines3 and machin's
-        ``initial_entropy_alpha``), or the fixed one when ``autotune_alpha`` is off.
+      alpha: the entropy temperature, initial or (``autotune_alpha`` off) fixed. 1.0, as
+        Stable-Baselines3 and machin's ``initial_entropy_alpha``.
       autotune_alpha: tune ``log_alpha`` towards ``target_entropy`` (eq. 18).
-      target_entropy: None means ``-|A|``.
-      reward_scale: 1 with a tuned temperature (the 2018a paper used 5 with fixed alpha).
-      exploration_noise: "none": the stochastic policy explores by itself.
+      target_entropy: the entropy the temperature is tuned towards; None means ``-|A|``.
+      reward_scale: rewards are multiplied by this in the TD target (1 with a tuned
+        temperature; the 2018a paper used 5 with fixed alpha).
+      exploration_noise: noise added to actions while exploring ("none": the stochastic
+        policy explores by itself).
       log_std_min, log_std_max: clip of the actor's log-std (-20, 2).
     """
 

@@ -59,25 +59,34 @@ class TD3Config(OffPolicyConfig):
     which updates the paper's (400, 300) nets, 1e-3 and batch 100 to the values below.
 
     Attributes:
-      hidden_sizes: (256, 256). actor_lr, critic_lr: 3e-4. gamma: 0.99. tau: 0.005.
-      buffer_size: 1e6. batch_size: 256. learning_starts: 25,000 (``start_timesteps``).
-      exploration_noise, noise_sigma: "gaussian", 0.1 (``expl_noise``).
-      num_critics: 2 (clipped double Q).
+      hidden_sizes: ReLU layers of actor and critics (256, 256).
+      actor_lr, critic_lr: Adam learning rates (3e-4).
+      gamma: discount (0.99).
+      tau: Polyak rate of the target networks (0.005).
+      buffer_size: replay capacity in transitions (1e6).
+      batch_size: minibatch size (256).
+      learning_starts: env steps of random actions before learning (25,000,
+        ``start_timesteps``).
+      exploration_noise, noise_sigma: the exploration noise, "gaussian" of scale 0.1
+        (``expl_noise``).
+      num_critics: critics whose minimum is the target (2: clipped double Q).
       policy_noise, noise_clip: target policy smoothing, 0.2 and 0.5 (0 turns it off).
       policy_delay: critic steps per actor and target update, 2 (``policy_freq``).
-      q_increase_rate, q_decrease_rate: hysteretic critic updates (machin's ``HDDPG``,
-        defaults 1 and 1: off): the critic regresses on
-        ``Q + rate * (y - Q)``, ``rate`` the increase rate where ``y > Q`` and the decrease
-        rate elsewhere (``ops.hysteretic_target``); in ``[0, 1]``.
-      param_noise: explore with a perturbed actor (Plappert et al. 2018; with
-        ``exploration_noise: none`` for their pure parameter-noise runs): every ``update``
+      q_increase_rate, q_decrease_rate: hysteretic critic updates (machin's ``HDDPG``;
+        1 and 1: off). The critic regresses on ``Q + rate * (y - Q)``, ``rate`` the
+        increase rate where ``y > Q`` and the decrease rate elsewhere
+        (``ops.hysteretic_target``); in ``[0, 1]``.
+      param_noise: explore with a perturbed actor (Plappert et al. 2018). With
+        ``exploration_noise: none`` for their pure parameter-noise runs; every ``update``
         measures the RMS action distance between the actor and a perturbation of scale
         ``sigma`` (initially ``param_noise_sigma``, 0.1) on a replay batch, multiplies
         ``sigma`` by ``param_noise_coefficient`` (1.01) while the distance is at most
         ``param_noise_target`` (0.2, OpenAI Baselines' ``adaptive-param_0.2``) and divides
         it otherwise, and re-perturbs the exploring actor (once per rollout, not per
         episode: the fused runner's episodes end at different steps).
-      n_step, prioritized, target_update_period: ``OffPolicyConfig``'s options.
+      param_noise_sigma: the actor perturbation's initial scale (0.1).
+      param_noise_target: the action distance the scale is adapted to (0.2).
+      param_noise_coefficient: the factor the scale is adapted by after each measure (1.01).
     """
 
     learning_starts: int = 25_000

@@ -28,18 +28,22 @@ class ActorCriticConfig(OptimizerOptions):
     ``A2CConfig``).
 
     Attributes:
-      hidden_sizes: torso widths (64, 64); for images, the dense widths after the CNN
-        (left at (64, 64): 512 after the Nature CNN, 256 after IMPALA's, 128 after MinAtar's).
-      torso: ``"auto"`` (an MLP for vectors, ``"minatar"`` for images under 32 px,
-        ``"nature"`` for other images), ``"mlp"``, ``"nature"``, ``"impala"``, ``"minatar"``.
+      hidden_sizes: torso widths (64, 64), or for images the dense widths after the CNN.
+        Left at (64, 64): 512 after the Nature CNN, 256 after IMPALA's, 128 after MinAtar's.
+      torso: the observation encoder: ``"auto"``, ``"mlp"``, ``"nature"``, ``"impala"`` or
+        ``"minatar"``. Auto: an MLP for vectors, ``"minatar"`` for images under 32 px,
+        ``"nature"`` for other images.
       activation: ``"tanh"`` or ``"relu"`` in MLP torsos.
       shared_torso: one torso for actor and critic (Atari) or separate ones (False).
-      lr: learning rate (2.5e-4; optimizer and lr_schedule: agents/common/optim.py); adam_eps: 1e-5.
+      lr: learning rate (2.5e-4; optimizer and lr_schedule: agents/common/optim.py).
+      adam_eps: Adam's epsilon (1e-5).
       anneal_lr: decay the learning rate linearly to 0 over ``total_steps``.
-      total_steps: env steps of the run, for annealing; the CLI fills it from
-        ``run.steps`` when left None; None (outside the CLI) means no annealing.
-      gamma: discount (0.99); gae_lambda: GAE's lambda (0.95).
-      entropy_weight: entropy bonus coefficient (0.01); value_weight: value loss (0.5).
+      total_steps: env steps the learning rate anneals over (``anneal_lr``). The CLI fills
+        it from ``run.steps`` when left None; None (outside the CLI) means no annealing.
+      gamma: discount (0.99).
+      gae_lambda: GAE's lambda (0.95).
+      entropy_weight: entropy bonus coefficient (0.01).
+      value_weight: the value loss's weight (0.5).
       normalize_advantage: per minibatch (True).
       max_grad_norm: global gradient-norm clip (0.5), or None.
       log_std_init: initial log-std of the Gaussian policy (0.0).

@@ -53,7 +53,8 @@ class PPOConfig(ActorCriticConfig):
     The options shared with A2C are documented on ``on_policy.config.ActorCriticConfig``.
 
     Attributes:
-      update_epochs: passes over each rollout (4); num_minibatches: per pass (4).
+      update_epochs: passes over each rollout (4).
+      num_minibatches: minibatches per pass (4).
       surrogate_loss_clip: PPO's epsilon (0.2).
       value_loss_clip: clip the value change to this, or None (CleanRL clips at 0.2).
     """

@@ -116,7 +116,15 @@ class ApexDQNConfig(QLearningConfig, ApexOptions):
     the optimizer option defaults to Adam as Rainbow's), batch 512, target network copied
     every 2,500 learner updates (here ``target_update_period``, in env steps). The
     ``epsilon_*`` schedule options of ``QLearningConfig`` are unused: actors keep their
-    fixed epsilons; ``eval_epsilon`` is the greedy evaluation's."""
+    fixed epsilons; ``eval_epsilon`` is the greedy evaluation's.
+
+    Attributes:
+      alpha: prioritized replay's priority exponent (0.6).
+      beta_start: the importance-weight exponent (0.4), annealed towards 1.
+      beta_decay_steps: env steps over which the importance exponent reaches 1 (10^9:
+        fixed in effect).
+      priority_eps: added to |TD error| in priorities, so none is zero.
+    """
 
     double: bool = True
     dueling: bool = True

@@ -22,11 +22,44 @@ from jaxrl.validation import option
 
 @dataclasses.dataclass(frozen=True)
 class QLearningConfig(EpsilonOptions, OptimizerOptions, AuxiliaryOptions):
-    """The options of every Q-learning agent, with DQN's defaults (``DQNConfig`` documents
-    them; ``RainbowConfig`` overrides its own). Ranges are declared beside each field.
-    The optimizer, learning-rate and epsilon schedule options are ``agents/common/optim.py``'s; the
-    demonstration and auxiliary-learner options ``agents/auxiliary/options.py``'s (their
-    hyperparameters are constants here, not in ``QHparams``)."""
+    """The options of every Q-learning agent, with DQN's defaults (after CleanRL's
+    ``dqn.py``; each agent's config may change them and say more). Ranges are declared
+    beside each field. The optimizer, learning-rate and epsilon schedule options are
+    ``agents/common/optim.py``'s; the demonstration and auxiliary-learner options
+    ``agents/auxiliary/options.py``'s (their hyperparameters are constants here, not in
+    ``QHparams``).
+
+    Attributes:
+      hidden_sizes: dense widths of the torso (CleanRL's MLP: 120, 84).
+      torso: the observation encoder: ``"auto"``, ``"mlp"``, ``"nature"``, ``"impala"``
+        or ``"minatar"`` (``networks.make_torso``). Auto: an MLP for vectors, a CNN for
+        images.
+      dueling: dueling head (Wang et al. 2016).
+      double: double-Q target, action chosen by the online net (van Hasselt et al. 2016).
+      n_step: length of the multi-step return (1 = one-step TD).
+      loss: the TD loss: ``"huber"`` (Mnih et al. 2015), ``"mse"`` (0.5 * squared TD
+        error) or ``"hl_gauss"`` (a histogram of Q). ``hl_gauss`` trains Q as a histogram
+        over ``num_bins`` bins on [``min_value``, ``max_value``] by cross-entropy on
+        Gaussian-smoothed targets of standard deviation ``sigma`` (Farebrother et al.
+        2024, "Stop Regressing", with their Atari support -10..10 and 51 bins; Emote's
+        ``HLGaussLoss(min_value, max_value, num_bins, sigma)``).
+      min_value, max_value: the support of ``hl_gauss``'s histogram (-10, 10).
+      num_bins: ``hl_gauss``'s number of bins (51).
+      sigma: ``hl_gauss``'s target standard deviation; None: 0.75 bin widths (the paper's
+        recommended ratio).
+      lr: Adam learning rate (CleanRL: 2.5e-4).
+      gamma: discount.
+      buffer_size: replay capacity in transitions (CleanRL: 10,000).
+      batch_size: minibatch size (CleanRL: 128).
+      learning_starts: env steps collected before the first gradient step (RLHive's
+        ``min_replay_history``; CleanRL: 10,000).
+      updates_per_rollout: gradient steps per ``update`` call (one call per rollout of
+        ``rollout_len * num_envs`` env steps).
+      target_update_period: env steps between target updates (CleanRL: 500).
+      tau: target update fraction; 1.0 is a hard copy (CleanRL: 1.0), < 1 a soft update.
+      max_grad_norm: global gradient-norm clip, or None (SB3's default 10).
+      reward_clip: rewards are clipped to [-c, c] for learning, or None (Atari: 1.0).
+    """
 
     hidden_sizes: tuple[int, ...] = option((120, 84), gt=0, min_len=1)
     torso: str | TorsoSpec = "auto"

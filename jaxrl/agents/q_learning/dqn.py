@@ -47,48 +47,21 @@ class DQNConfig(QLearningConfig):
     """DQN options. Defaults follow CleanRL's ``dqn.py`` (classic control), itself after
     Mnih et al. 2015, except where noted; names follow RLHive where it has one.
 
+    The options every Q-learning agent shares are ``QLearningConfig``'s, with DQN's
+    defaults; the epsilon schedule's ``EpsilonOptions``'s (CleanRL: 1.0 -> 0.05 over
+    250,000 env steps).
+
     Attributes:
-      hidden_sizes: dense widths of the torso (CleanRL's MLP: 120, 84).
-      torso: ``"auto"``, ``"mlp"``, ``"nature"``, ``"impala"`` or ``"minatar"``, as in
-        ``RainbowConfig`` (auto: an MLP for vectors, a CNN for images).
-      dueling: dueling head (Wang et al. 2016).
-      double: double-Q target, action chosen by the online net (van Hasselt et al. 2016).
-      n_step: length of the multi-step return (1 = one-step TD).
-      loss: ``"huber"`` (Mnih et al. 2015), ``"mse"`` (0.5 * squared TD error) or
-        ``"hl_gauss"``: Q as a histogram over ``num_bins`` bins on [``min_value``,
-        ``max_value``] trained by cross-entropy on Gaussian-smoothed targets of standard
-        deviation ``sigma`` (Farebrother et al. 2024, "Stop Regressing", with their
-        Atari support -10..10 and 51 bins; ``sigma`` None: 0.75 bin widths, their
-        recommended ratio; Emote's ``HLGaussLoss(min_value, max_value, num_bins, sigma)``).
-      lr: Adam learning rate (CleanRL: 2.5e-4).
-      adam_eps: Adam epsilon (optax default 1e-8; Dopamine uses 1.5e-4 for Atari).
-      gamma: discount.
-      buffer_size: replay capacity in transitions (CleanRL: 10,000).
-      batch_size: minibatch size (CleanRL: 128).
-      learning_starts: env steps collected before the first gradient step (RLHive's
-        ``min_replay_history``; CleanRL: 10,000).
-      updates_per_rollout: gradient steps per ``update`` call (one call per rollout of
-        ``rollout_len * num_envs`` env steps).
-      target_update_period: env steps between target updates (CleanRL: 500).
-      tau: target update fraction; 1.0 is a hard copy (CleanRL: 1.0), < 1 a soft update.
-      epsilon_start, epsilon_end, epsilon_decay_steps: linear exploration schedule over env
-        steps, starting at 0 (RLHive's LinearSchedule; CleanRL: 1.0 -> 0.05 over 250,000).
-      epsilon_schedule: ``"linear"`` (above), ``"exponential"`` (epsilon multiplied by
-        ``epsilon_decay`` at every acting call, floored at ``epsilon_end``: machin's
-        ``epsilon_decay``, 0.9999) or ``"piecewise"`` (linear through the points
-        ``epsilon_boundaries`` (env steps), ``epsilon_values``).
-      eval_epsilon: epsilon of greedy evaluation (``explore=False``).
-      optimizer, lr_schedule and their options: ``agents/common/optim.py`` (Adam, constant).
-      max_grad_norm: global gradient-norm clip, or None (SB3's default 10).
-      reward_clip: rewards are clipped to [-c, c] for learning, or None (Atari: 1.0).
       param_noise: explore greedily in a perturbed network instead of epsilon-greedily
-        (Plappert et al. 2018): every ``update`` measures, on a replay batch, the KL
+        (Plappert et al. 2018). Every ``update`` measures, on a replay batch, the KL
         between the softmax of the network's values and of a perturbation of scale
         ``sigma`` (initially ``param_noise_sigma``: 0.01, OpenAI Baselines' deepq), and
         multiplies ``sigma`` by ``param_noise_coefficient`` (1.01) while the KL is at most
         ``-log(1 - eps + eps / |A|)``, ``eps`` the epsilon schedule's current value, and
         divides it otherwise; the exploring network is then re-perturbed (once per
         rollout).
+      param_noise_sigma: the perturbation's initial scale (0.01, OpenAI Baselines').
+      param_noise_coefficient: the factor the scale is adapted by after each measure (1.01).
     """
 
     param_noise: bool = False

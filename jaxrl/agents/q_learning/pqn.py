@@ -58,20 +58,22 @@ class PQNConfig(OptimizerOptions):
       hidden_sizes: MLP widths (purejaxql: 2 layers of 128), or the dense widths after a
         CNN torso.
       torso: ``"auto"``, ``"mlp"``, ``"nature"``, ``"impala"`` or ``"minatar"``.
-      layer_norm: LayerNorm before every ReLU of the torso (the paper's stabilizer): the
+      layer_norm: LayerNorm before every ReLU of the torso (the paper's stabilizer). The
         MLP's, and the MinAtar and Nature CNNs' after each convolution (over its
         channels) and dense layer, as purejaxql's networks; the IMPALA CNN has none
         (``ConfigError`` unless false). A torso spec carries its own ``layer_norm``.
       optimizer, lr, adam_eps: RAdam 5e-4 (``agents/common/optim.py``; the learning-rate
         schedule, linear to 0 in purejaxql, is ``lr_schedule``).
       max_grad_norm: global gradient-norm clip (10).
-      gamma: discount (0.99); q_lambda: lambda of the Q(lambda) returns (0.65).
+      gamma: discount (0.99).
+      q_lambda: lambda of the Q(lambda) returns (0.65).
       reward_scale: rewards are multiplied by this for learning (1; purejaxql's
         ``REW_SCALE``, 0.1 on CartPole).
       update_epochs, num_minibatches: passes over each rollout (2) and minibatches per
         pass (32).
       epsilon_start, epsilon_end, epsilon_decay_steps: linear epsilon over env steps
-        (1 -> 0.05 over 1M); eval_epsilon: of greedy evaluation (0).
+        (1 -> 0.05 over 1M).
+      eval_epsilon: epsilon of greedy evaluation (0).
     """
 
     hidden_sizes: tuple[int, ...] = option((128, 128), ge=1)

@@ -49,9 +49,11 @@ class RainbowConfig(DopamineConfig):
       distributional: C51 categorical value distribution and cross-entropy loss.
       v_min, v_max, num_atoms: the C51 support (-10, 10, 51).
       n_step: multi-step return length (3).
-      prioritized: prioritized replay, with priority exponent ``alpha`` (0.5), importance
-        exponent annealed linearly from ``beta_start`` (0.4) to 1 over
-        ``beta_decay_steps`` env steps, and ``priority_eps`` added to |TD error|.
+      prioritized: prioritized replay (Schaul et al. 2016), by the options below.
+      alpha: prioritized replay's priority exponent (0.5).
+      beta_start: the importance-weight exponent at step 0, annealed linearly to 1 (0.4).
+      beta_decay_steps: env steps over which the importance exponent reaches 1.
+      priority_eps: added to |TD error| in priorities, so none is zero.
       storage: replay layout. ``"full"`` stores every transition with its next observation
         (``buffers/replay.py``, ``buffers/prioritized.py``); ``"compact"`` stores each frame
         once and rebuilds frame stacks and n-step windows at sample time
@@ -60,13 +62,14 @@ class RainbowConfig(DopamineConfig):
         observations ``[H, W, stack]`` and full otherwise.
       hidden_sizes: widths of the dense layers of the torso: the MLP's, or those after
         the convolutions of an image torso (512).
-      torso: ``"auto"`` (an MLP for vector observations, the MinAtar CNN for images under
-        32 pixels, the Nature DQN CNN for larger ones), ``"mlp"``, ``"nature"`` (Mnih et
-        al. 2015), ``"impala"`` (Espeholt et al. 2018) or ``"minatar"`` (Young & Tian
-        2019); see ``networks.make_torso``.
-      loss: TD loss when not distributional: ``"huber"``, ``"mse"`` or ``"hl_gauss"``
-        (the histogram loss with ``min_value``, ``max_value``, ``num_bins``, ``sigma``;
-        see ``DQNConfig``).
+      torso: the observation encoder: ``"auto"``, ``"mlp"``, ``"nature"``, ``"impala"``
+        or ``"minatar"``. Nature: Mnih et al. 2015; IMPALA: Espeholt et al. 2018; MinAtar:
+        Young & Tian 2019. Auto: an MLP for vector observations, the MinAtar CNN for
+        images under 32 pixels, the Nature DQN CNN for larger ones; see
+        ``networks.make_torso``.
+      loss: TD loss when not distributional: ``"huber"``, ``"mse"`` or ``"hl_gauss"``.
+        ``hl_gauss`` is the histogram loss with ``min_value``, ``max_value``,
+        ``num_bins``, ``sigma`` (see ``QLearningConfig``).
       lr, adam_eps: Adam (6.25e-5, 1.5e-4).
       gamma: discount (0.99).
       buffer_size, batch_size: replay capacity in transitions (1M) and minibatch (32).
@@ -74,9 +77,10 @@ class RainbowConfig(DopamineConfig):
       updates_per_rollout: gradient steps per ``update`` call.
       target_update_period: env steps between target updates (8,000 = 32k frames).
       tau: target update fraction (1.0: hard copy).
-      epsilon_start, epsilon_end, epsilon_decay_steps, eval_epsilon: linear epsilon
-        schedule over env steps, used when not noisy or with ``use_eps_greedy``
-        (Dopamine: 1.0 -> 0.01 over 250,000; evaluation 0.001).
+      epsilon_start, epsilon_end, epsilon_decay_steps: linear epsilon schedule over env
+        steps (Dopamine: 1.0 -> 0.01 over 250,000). Used when not noisy or with
+        ``use_eps_greedy``.
+      eval_epsilon: epsilon of greedy evaluation (Dopamine: 0.001).
       max_grad_norm: global gradient-norm clip, or None (Rainbow: none).
       reward_clip: clip rewards to [-c, c] for learning, or None (Atari presets: 1).
     """
