@@ -178,8 +178,9 @@ class Algorithm(NamedTuple):
 
     actor, critic: Flax modules, ``actor(obs)`` and ``critic(obs, action) -> [K, ...]``.
     policy: ``(actor_params, obs [N, ...], key, explore) -> action [N, A]`` in ``[-1, 1]``.
-    gradient_step: ``(learner, batch: Transition [B, ...], hparams, key) ->
-      (learner, metrics)`` with float32 scalar metrics (NaN where not computed).
+    gradient_step: ``(learner, batch: Transition [B, ...], hparams, key,
+      critic_grads=None) -> (learner, metrics)`` with float32 scalar metrics (NaN where
+      not computed); ``critic_grads``, a loss term's gradient, adds to the critics'.
     init_extra: ``() -> LearnerState.extra``.
     target_actor: whether the algorithm has a target actor (TD3, DDPG; not SAC, whose
       ``target_actor_params`` is then None).

@@ -169,7 +169,8 @@ def _build(spec: EnvSpec, cfg: TD3Config, name: str, learners: tuple = (), inser
         )
         return learner, loss
 
-    def gradient_step(learner: LearnerState, batch, h, key):
+    def gradient_step(learner: LearnerState, batch, h, key, critic_grads=None):
+        """One step; ``critic_grads`` (a loss term's) add to the critics'."""
         # Critics, with target policy smoothing.
         next_action = cast(jax.Array, actor.apply(learner.target_actor_params, batch.next_obs))
         clip = h["noise_clip"]
@@ -190,6 +191,8 @@ def _build(spec: EnvSpec, cfg: TD3Config, name: str, learners: tuple = (), inser
         (q_loss, (q_mean, td_error)), grads = jax.value_and_grad(critic_loss, has_aux=True)(
             learner.critic_params
         )
+        if critic_grads is not None:
+            grads = jax.tree.map(jnp.add, grads, critic_grads)
         critic_params, critic_opt_state = optimizer_step(
             optimizer, learner.critic_params, grads, learner.critic_opt_state, h["critic_lr"]
         )
