@@ -316,9 +316,7 @@ def presets_table(agent: str) -> str:
         about = cell(header_comment(path))
         rows.append(f"| `{name}` | {where} | {budget} | `{command}` | {about} |")
     if not rows:
-        return (
-            f"No file in `jaxrl/presets/` trains `{agent}`; its defaults are the options above."
-        )
+        return f"No file in `jaxrl/presets/` trains `{agent}`; its defaults are the options above."
     return "\n".join(
         [
             "Read at build time from `jaxrl/presets/` (the files whose `agent: name:` is "

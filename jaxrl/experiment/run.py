@@ -225,8 +225,8 @@ def resume_experiment(
         if steps is not None and steps != setup.config.run.steps:
             extended, notes = setup.config.with_steps(steps)
             setup = build_setup(extended, setup.launch)
-            for line in notes:
-                console.print(f"note: {line}")
+            for note in notes:
+                console.print(f"note: {note}")
         shape, shardings = setup.saved_shape(), setup.shardings()
         restored, skipped = checkpoint.load_readable(run_dir, shape, step, shardings)
         for line in skipped:
