@@ -88,6 +88,14 @@ TERMINATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     vae_steps=2000,
     vae_batch_size=256,
     prior_weight=1.0,
+    curl=False,  # flat observations: no image encoder for CURL
+    curl_pad=4,
+    curl_weight=1.0,
+    curl_tau=0.001,
+    curl_lr=1e-4,
+    curl_hidden=256,
+    curl_dim=128,
+    curl_logit_scale=0.1,
 )
 class MBPOConfig(SACConfig):
     """MBPO options; defaults are the paper's (arXiv:1906.08253, appendix C) and its

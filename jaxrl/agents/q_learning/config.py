@@ -17,10 +17,13 @@ import jax
 from jaxrl.agents.auxiliary.options import AuxiliaryOptions
 from jaxrl.agents.common.optim import EpsilonOptions, OptimizerOptions
 from jaxrl.networks import TorsoSpec
-from jaxrl.validation import option
+from jaxrl.validation import fixes, option
 
 
 @dataclasses.dataclass(frozen=True)
+@fixes(  # action symmetry compares continuous actions
+    action_symmetry=False, right_action_map=(), left_action_map=(), confusion_reward_weight=1.0
+)
 class QLearningConfig(EpsilonOptions, OptimizerOptions, AuxiliaryOptions):
     """The options of every Q-learning agent, with DQN's defaults (after CleanRL's
     ``dqn.py``; each agent's config may change them and say more). Ranges are declared

@@ -135,7 +135,7 @@ def test_curl_mistakes_are_one_line_config_errors():
     with pytest.raises(ConfigError, match="image observations") as e:
         agents.make("sac", envs.make("Pendulum-v1", num_envs=1).spec, curl=True)
     assert "\n" not in str(e.value)
-    with pytest.raises(ConfigError, match="sac and the Q-learning agents"):
+    with pytest.raises(ConfigError, match="does not take option 'curl': it is fixed at False"):
         agents.make("td3", envs.make("Pendulum-v1", num_envs=1).spec, curl=True)
     with pytest.raises(ConfigError, match="curl_tau"):
         agents.make("dqn", cartpole, curl=True, curl_tau=1.5)
