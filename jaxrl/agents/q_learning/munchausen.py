@@ -35,13 +35,8 @@ class MDQNConfig(DopamineConfig):
       m_tau: entropy temperature of ``pi = softmax(Q / tau)`` (paper: 0.03).
       l_0: lower clip of ``tau log pi(a|s)`` (paper: -1).
       loss: ``"huber"`` (Dopamine's DQN loss) or ``"mse"``.
-      lr, adam_eps: Adam 5e-5 and 3.125e-4.
-      buffer_size, batch_size: 1M and 32.
-      learning_starts: 20,000; target_update_period: 8,000.
-      epsilon_end, epsilon_decay_steps, eval_epsilon: 0.01 over 250,000; 0.001.
-      hidden_sizes: 512 (the Nature CNN's dense layer).
-      max_grad_norm: None.
-    ``m_alpha``, ``m_tau`` and ``l_0`` are static options (a sweep over them is one job per
+
+    The other defaults are Dopamine's (``DopamineConfig``). ``m_alpha``, ``m_tau`` and ``l_0`` are static options (a sweep over them is one job per
     value), like IQN's sample sizes and ``kappa``.
     """
 

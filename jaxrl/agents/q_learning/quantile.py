@@ -34,15 +34,10 @@ class QRDQNConfig(DopamineConfig):
       num_quantiles: quantiles per action ``N`` (Dopamine's ``num_atoms``: 200).
       kappa: Huber threshold of the quantile Huber loss (1.0; 0 is the plain quantile
         regression loss).
-      n_step: 3 (``update_horizon``).
-      lr, adam_eps: Adam 5e-5 and 3.125e-4 (= 0.01 / 32, Dabney et al. 2018a).
-      buffer_size, batch_size: 1M and 32.
-      learning_starts: 20,000 (``min_replay_history``).
-      target_update_period: 8,000.
-      epsilon_end, epsilon_decay_steps, eval_epsilon: 0.01 over 250,000; 0.001.
-      hidden_sizes: dense widths after the torso's convolutions, or the MLP's (512).
-      max_grad_norm: None (Dopamine clips nothing).
-    Dopamine's QR-DQN gin samples from its prioritized replay; this agent samples
+      n_step: length of the multi-step target (Dopamine's ``update_horizon``: 3).
+
+    The other defaults are Dopamine's (``DopamineConfig``; Adam's 3.125e-4 = 0.01 / 32 is
+    Dabney et al. 2018a's). Dopamine's QR-DQN gin samples from its prioritized replay; this agent samples
     uniformly, as Dabney et al. (2018a) and Dopamine's IQN do.
     """
 
