@@ -66,6 +66,7 @@ HEAVY_MODULES = {
     "test_notebooks.py": 65,
     "runners/games/test_self_play_cli.py": 60,
     "test_docs.py": 40,
+    "test_package.py": 40,
     "experiment/test_sweep.py": 53,
     "experiment/test_agent_env_matrix_pixels.py": 45,
     "envs/test_atari.py": 42,
