@@ -502,7 +502,6 @@ def test_option_names_from_other_libraries_are_aliases(agent, given, saved):
     [
         ("rainbow", {"beta": 0.5}, "RLHive's 'beta' is the priority exponent, jaxrl's 'alpha'"),
         ("dqn", {"target_net_update_fraction": 0.5}, "weighs the other network"),
-        ("dqn", {"grad_clip": 1.0}, "clips each gradient element"),
         ("ppo", {"entropy_weight": -0.01}, "machin's 'entropy_weight' has the opposite sign"),
         ("dqn", {"gamma": 0.9, "discount_rate": 0.9}, "name the same option"),
     ],

@@ -25,6 +25,10 @@ Optimizers (optax's defaults unless set):
   0.95, eps 0.01 outside the root, initialised to 0) are both these options.
 * ``sgd``: the gradient, with ``momentum`` (heavy ball, ``optax.trace``) when > 0.
 
+``grad_clip`` clips each gradient element to ``[-grad_clip, grad_clip]`` before the
+optimizer (``optax.clip``: RLHive's ``grad_clip``, machin's ``gradient_max``), after an
+agent's global-norm clip (``max_grad_norm``) where it has one.
+
 Learning-rate schedules over the agent's env-step counter (``lr_decay_steps`` and
 ``lr_boundaries`` count env steps):
 
@@ -85,6 +89,7 @@ class OptimizerOptions(Options):
     """
 
     optimizer: Literal["adam", "adamw", "radam", "rmsprop", "sgd"] = "adam"
+    grad_clip: float | None = option(None, gt=0)
     adam_eps: float = option(1e-8, ge=0)
     weight_decay: float = option(1e-4, ge=0)
     momentum: float = option(0.0, ge=0, lt=1)
@@ -162,7 +167,15 @@ class EpsilonOptions(Options):
 
 
 def scale_transform(cfg: OptimizerOptions, eps: float = 1e-8) -> optax.GradientTransformation:
-    """``cfg.optimizer`` without its learning rate (``eps``: Adam's epsilon)."""
+    """``cfg.optimizer`` without its learning rate (``eps``: Adam's epsilon), after the
+    element-wise clip of ``cfg.grad_clip`` where it is set."""
+    optimizer = _optimizer(cfg, eps)
+    if cfg.grad_clip is None:
+        return optimizer  # the optimizer's own state layout, as before the option existed
+    return optax.chain(optax.clip(cfg.grad_clip), optimizer)
+
+
+def _optimizer(cfg: OptimizerOptions, eps: float) -> optax.GradientTransformation:
     if cfg.optimizer == "adam":
         return optax.scale_by_adam(eps=eps)
     if cfg.optimizer == "radam":

@@ -62,6 +62,14 @@ CASES = {
     "adam": (dict(optimizer="adam"), lambda g, p: adam_ref(g, 1e-3)),
     "adamw": (dict(optimizer="adamw", weight_decay=0.1), lambda g, p: adam_ref(g, 1e-3, 0.1, p)),
     "sgd": (dict(optimizer="sgd"), lambda g, p: list(g)),
+    # grad_clip: each element clipped before the optimizer (RLHive's grad_clip).
+    "sgd_grad_clip": (
+        dict(optimizer="sgd", grad_clip=0.5), lambda g, p: [np.clip(x, -0.5, 0.5) for x in g],
+    ),
+    "adam_grad_clip": (
+        dict(optimizer="adam", grad_clip=0.3),
+        lambda g, p: adam_ref([np.clip(x, -0.3, 0.3) for x in g], 1e-3),
+    ),
     "sgd_momentum": (
         dict(optimizer="sgd", momentum=0.9),
         lambda g, p: [sum(0.9 ** (t - k) * g[k] for k in range(t + 1)) for t in range(len(g))],
@@ -175,6 +183,10 @@ def test_dqn_takes_the_optimizers_and_schedules_step():
     _, scheduled = dqn_step(optimizer="sgd", lr=1.0, lr_schedule="piecewise",
                             lr_boundaries=(0,), lr_scales=(0.5,))  # fmt: skip
     np.testing.assert_allclose(scheduled, params - 0.5 * g, rtol=1e-5, atol=1e-7)
+    # grad_clip: the same step with each gradient element clipped (RLHive's grad_clip).
+    _, clipped = dqn_step(optimizer="sgd", lr=1.0, grad_clip=0.01)
+    np.testing.assert_allclose(clipped, params - np.clip(g, -0.01, 0.01), rtol=1e-5, atol=1e-7)
+    assert np.abs(g).max() > 0.01  # the clip changed the step
 
 
 def test_exponential_epsilon_reaches_dqn():
