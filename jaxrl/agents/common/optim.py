@@ -70,6 +70,8 @@ class OptimizerOptions(Options):
     Attributes:
       optimizer: ``"adam"``, ``"adamw"``, ``"radam"``, ``"rmsprop"`` or ``"sgd"``, with
         optax's defaults unless set below.
+      grad_clip: clip each gradient element to [-grad_clip, grad_clip] before the
+        optimizer (RLHive's grad_clip, machin's gradient_max); None: no clip.
       adam_eps: Adam's epsilon (optax's 1e-8), also RAdam's and AdamW's.
       weight_decay: AdamW's decoupled weight decay (optax's 1e-4).
       momentum: RMSProp's and SGD's momentum; 0 for none.
