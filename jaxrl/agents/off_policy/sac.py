@@ -101,6 +101,12 @@ class SACConfig(OffPolicyConfig):
       exploration_noise: noise added to actions while exploring ("none": the stochastic
         policy explores by itself).
       log_std_min, log_std_max: clip of the actor's log-std (-20, 2).
+      max_alpha: the largest temperature: ``log_alpha`` is clipped to ``log(max_alpha)``
+        after each update and where it is read (Emote's ``max_alpha``, 0.2 there); None:
+        no bound.
+      terminal_masking: the target's bootstrap is cut where an episode terminated
+        (Emote's ``use_terminal_masking``; its default is off); False bootstraps through
+        terminations too, for one-step targets (``n_step`` 1).
     """
 
     num_critics: int = option(2, ge=1)
@@ -110,6 +116,15 @@ class SACConfig(OffPolicyConfig):
     target_entropy: float | None = option(None)
     log_std_min: float = option(-20.0)
     log_std_max: float = option(2.0)
+    max_alpha: float | None = option(None, gt=0)
+    terminal_masking: bool = True
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.terminal_masking and self.n_step != 1:
+            raise ValueError("terminal_masking false takes one-step targets: set n_step 1")
+        if self.max_alpha is not None and not self.autotune_alpha:
+            raise ValueError("max_alpha bounds a tuned temperature: set autotune_alpha true")
 
 
 def make_agent(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Agent:
@@ -172,6 +187,12 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
     optimizer = make_optimizer(cfg)
     target_entropy = -float(action_dim) if cfg.target_entropy is None else cfg.target_entropy
 
+    def clip_log_alpha(log_alpha: jax.Array) -> jax.Array:
+        """``log_alpha`` at most ``log(max_alpha)``; unchanged without ``max_alpha``."""
+        if cfg.max_alpha is None:
+            return log_alpha
+        return jnp.minimum(log_alpha, jnp.log(jnp.float32(cfg.max_alpha)))
+
     def sample(actor_params, obs, key):
         """``(action [B, A] in [-1, 1], log_prob [B])``, reparameterized."""
         mean, log_std = actor.apply(actor_params, obs)
@@ -189,8 +210,10 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
     def gradient_step(learner: LearnerState, batch, h, key, critic_grads=None):
         """One step; ``critic_grads`` (a loss term's, e.g. CURL's) add to the critics'."""
         next_key, actor_key = jax.random.split(key)
-        log_alpha = learner.extra["log_alpha"]
+        log_alpha = clip_log_alpha(learner.extra["log_alpha"])
         alpha = jnp.exp(log_alpha) if cfg.autotune_alpha else h["alpha"]
+        if not cfg.terminal_masking:  # bootstrap through terminations (Emote's default)
+            batch = batch._replace(terminated=jnp.zeros_like(batch.terminated))
 
         # Critics.
         next_action, next_log_prob = sample(learner.actor_params, batch.next_obs, next_key)
@@ -236,6 +259,7 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
             log_alpha, alpha_opt_state = optimizer_step(
                 optimizer, log_alpha, grad, extra["alpha_opt_state"], h["alpha_lr"]
             )
+            log_alpha = clip_log_alpha(log_alpha)
             extra = {"log_alpha": log_alpha, "alpha_opt_state": alpha_opt_state}
 
         learner = dataclasses.replace(

@@ -26,14 +26,19 @@ def as64(x):
         dict(),  # tuned temperature, alpha starts at 1
         dict(autotune_alpha=False, alpha=0.3, reward_scale=5.0),
         dict(target_entropy=3.0, alpha=2.0),
+        dict(max_alpha=0.5),  # Emote's bound: alpha 1 read as 0.5, the step clipped again
+        dict(terminated=True),  # the bootstrap cut
+        dict(terminated=True, terminal_masking=False),  # Emote's default: not cut
     ],
 )
 def test_one_gradient_step_matches_numpy(options):
     gamma, tau, lr = 0.9, 0.2, 1e-2
+    options = dict(options)
+    terminated = options.pop("terminated", False)
     opts = dict(TINY, gamma=gamma, tau=tau, alpha_lr=lr, **options)
     agent, cfg = agents.make("sac", SPEC, **opts), SACConfig(**opts)
     state = jax.jit(agent.init)(jax.random.PRNGKey(0))
-    data = one_transition(1, False)
+    data = one_transition(1, terminated)
     key = jax.random.PRNGKey(2)
     new, metrics = jax.jit(agent.update)(state, data, key)
 
@@ -45,7 +50,8 @@ def test_one_gradient_step_matches_numpy(options):
     action = np.repeat(np.asarray(data.action[0]), b, 0)
     action = jnp.asarray((action - (HIGH + LOW) / 2) / ((HIGH - LOW) / 2))
     next_key, actor_key = jax.random.split(step_key(key))
-    alpha = 1.0 if "alpha" not in options else options["alpha"]
+    alpha = min(options.get("alpha", 1.0), options.get("max_alpha", np.inf))
+    cut = terminated and cfg.terminal_masking
     target_entropy = -2.0 if cfg.target_entropy is None else cfg.target_entropy
 
     # Critics: y = scale r + gamma (min_k Qbar_k(s', a') - alpha log pi(a'|s')).
@@ -53,7 +59,8 @@ def test_one_gradient_step_matches_numpy(options):
         next_key, *actor.apply(old.actor_params, next_obs)
     )
     next_q = as64(critic.apply(old.target_critic_params, next_obs, next_action)).min(0)
-    y = cfg.reward_scale * float(data.reward[0, 0]) + gamma * (next_q - alpha * as64(next_logp))
+    bootstrap = 0.0 if cut else gamma * (next_q - alpha * as64(next_logp))
+    y = cfg.reward_scale * float(data.reward[0, 0]) + bootstrap
     q = as64(critic.apply(old.critic_params, obs, action))
     np.testing.assert_allclose(
         float(metrics["critic_loss"]), 0.5 * ((q - y) ** 2).mean(-1).sum(), rtol=1e-5
@@ -74,6 +81,7 @@ def test_one_gradient_step_matches_numpy(options):
     log_alpha0 = np.log(alpha)
     g = -np.mean(as64(logp) + target_entropy)
     want = log_alpha0 - lr * np.sign(g) if cfg.autotune_alpha else log_alpha0
+    want = min(want, np.log(options.get("max_alpha", np.inf)))
     np.testing.assert_allclose(float(cur.extra["log_alpha"]), want, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(float(metrics["alpha_loss"]), -log_alpha0 * -g, atol=1e-5)
 
