@@ -282,6 +282,7 @@ def resolve(
     base.get("env", {}).pop("family", None)
     cfg = merge({"agent": {}, "env": {}, "run": {}}, base)
     cfg["agent"]["name"], cfg["env"]["name"] = agent_name, env_name
+    overrides = _with_implied_schedule(overrides)
     _apply_flags(cfg, steps, seed, num_envs, agent_list, config_file, overrides, agent_name)
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
     run = build_config(RunConfig, cfg["run"], "run")
@@ -353,6 +354,22 @@ def _apply_flags(
         cfg[section][key] = value
 
 
+def _with_implied_schedule(overrides: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """``overrides`` where ``--agent.epsilon_decay`` (machin's multiplicative decay, which
+    only the exponential schedule reads) implies ``--agent.epsilon_schedule exponential``;
+    ConfigError where another schedule is given with it."""
+    if overrides is None or "agent.epsilon_decay" not in overrides:
+        return overrides
+    schedule = overrides.get("agent.epsilon_schedule", "exponential")
+    if schedule != "exponential":
+        raise ConfigError(
+            "--agent.epsilon_decay is the rate of --agent.epsilon_schedule exponential; the "
+            f"'{schedule}' schedule does not read it (linear decays over "
+            "--agent.epsilon_decay_steps)"
+        )
+    return {**overrides, "agent.epsilon_schedule": "exponential"}
+
+
 def _without_aliases_of(key: str, section: Mapping[str, Any], agent: str) -> dict[str, Any]:
     """``section`` without the options that name the same option of ``agent`` as ``key``
     under another accepted name (``--agent.discount_rate`` over a preset's ``gamma``): a
@@ -369,6 +386,10 @@ def _configure_agent(name: str, options: Mapping[str, Any], run: RunConfig) -> A
     """Every option of one agent, validated; an option ``total_steps`` (learning-rate
     annealing) left at None gets the run's length."""
     _check_foreign_options(name, options)
+    config_cls = agents.entry(name).config
+    if config_cls is not None:  # SB3's exploration_fraction: a fraction of the run's steps
+        fields = {f.name for f in dataclasses.fields(config_cls)}
+        options = aliases.with_steps_converted(dict(options), fields, run.steps, f"agent '{name}'")
     config = agents.configure(name, options)
     if config.option("total_steps", 0) is None:
         total = {"total_steps": run.steps}
@@ -384,7 +405,7 @@ def _check_foreign_options(agent: str, options: Mapping[str, Any]) -> None:
         return
     own = {f.name for f in dataclasses.fields(config)}
     for key in options:
-        if key in own:
+        if key in own or aliases.rule(key, own) is not None:
             continue
         owners = [
             name
