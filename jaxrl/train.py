@@ -275,6 +275,14 @@ def _names(value: str) -> list[str]:
     return [name.strip() for name in value.split(",") if name.strip()]
 
 
+def _loggers(value: str) -> list[str]:
+    """``--log``'s names, each installed (the default, tensorboard, is skipped silently
+    where tensorboardX is not; named, it is a mistake)."""
+    from jaxrl.experiment.logging import check_loggers
+
+    return check_loggers(_names(value), given=True)
+
+
 def named_modules(args: argparse.Namespace, overrides: dict[str, Any]) -> list[str]:
     """The modules the command line names, which its names may import (``jaxrl.trust``):
     ``--import``'s, and those of ``module:attr`` names in ``--agent``, ``--agents``,
@@ -329,7 +337,7 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
             sweep=parse_sweep(args.sweep),
             checkpoint_every=args.checkpoint_every or 0,
             keep=3 if args.keep is None else args.keep,
-            loggers=["tensorboard"] if args.log is None else _names(args.log),
+            loggers=["tensorboard"] if args.log is None else _loggers(args.log),
             devices=_devices(args.devices),
             watchdog=3600.0 if args.watchdog is None else args.watchdog,
             actor_threads=args.actor_threads or 0,
