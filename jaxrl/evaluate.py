@@ -77,6 +77,10 @@ def evaluate_returns(agent, agent_state, env, key, batched: bool):
     from jaxrl.runners import make_evaluate
     from jaxrl.runners.games.matches import make_match, opponents
 
+    if getattr(env, "host_loop", False):  # a Gymnasium env stepped from Python
+        from jaxrl.runners.host import make_host_evaluate
+
+        return make_host_evaluate(agent, env)(agent_state, key)
     if env.spec.num_players > 1:  # a game: scores (+1/0/-1) against the random opponent
         evaluate = make_match(agent, env, opponents(env)["random"])
     else:
