@@ -114,6 +114,29 @@ TRAIN_CASES = [
     # issue 55: wrong suggestions (learning_starts, updates_per_step, latent_size, total_steps)
     (["--agent", "ppo", "--agent.update_rate", "0.1"], "is machin's soft target-update rate"),
     (["--agent", "ppo", "--agent.replay_size", "99"], "is machin's replay buffer capacity"),
+    # issue 55 part 6: a user's torso checked at its boundary (tests/user_code.py)
+    (
+        ["--import", "tests.user_code", "--agent.torso", "one_argument"],
+        "torso 'one_argument' must be fn(obs_shape, hidden_sizes) -> flax.linen.Module",
+    ),
+    (
+        ["--import", "tests.user_code", "--agent.torso", "flat_features"],
+        "must map observations [2, 4] to features [batch, F] ([2, F] here), got (2,)",
+    ),
+    (
+        ["--import", "tests.user_code", "--agent.torso", "int_features"],
+        "its features must be float (float32), got int32",
+    ),
+    (
+        ["--import", "tests.user_code", "--env", "NoNumEnvs-v0"],
+        "its factory must be factory(num_envs=1, **options) -> jaxrl.types.Env; it takes",
+    ),
+    (["--import", "tests.user_code", "--env", "NotAnEnv-v0"], "must return a jaxrl.types.Env"),
+    (
+        ["--import", "tests.user_code", "--env", "WrongObs-v0"],
+        "reset must return obs float32[1, 5] (its spec, num_envs 1), got float32[1, 4]",
+    ),
+    (["--import", "tests.user_code", "--callback", "os:getcwd"], "on_chunk must take one argument"),
     # issue 55: silent no-ops
     (
         ["--agent.epsilon_decay", "0.99", "--agent.epsilon_schedule", "linear"],
@@ -131,6 +154,8 @@ def test_bad_train_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys,
     logdir = [] if "--logdir" in argv else ["--logdir", str(tmp_path / "runs")]
     steps = [] if "--steps" in argv else ["--steps", "512"]  # should a case ever run
     assert main([*argv, *logdir, *steps]) == 2
+    if "tests.user_code" in sys.modules:  # what a case's --import registered
+        sys.modules["tests.user_code"].forget()
     one_line_error(capsys, fragment.replace("{tmp}", str(tmp_path)))
     assert files(tmp_path) == before
 
