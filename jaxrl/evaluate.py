@@ -114,6 +114,23 @@ def check_video(config: Experiment, agents: int) -> None:
         raise ConfigError("--video needs imageio: pip install 'jaxrl[video]'") from None
 
 
+def check_video_early(run_dir: str, path: str) -> None:
+    """``check_video`` from the run's ``config.yaml`` alone, and ``path``'s folder: before
+    a checkpoint is restored or an episode run."""
+    from pathlib import Path
+
+    from jaxrl.experiment.config import resolve
+
+    config_file = Path(run_dir) / "config.yaml"
+    if not config_file.is_file():
+        return  # restoring says what is wrong with the run directory
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise ConfigError(f"--video: folder '{folder}' does not exist")
+    config = resolve(config_file=str(config_file))
+    check_video(config, max(1, len(config.agents)))
+
+
 def record(agent, agent_state, config: Experiment, key, path: str) -> int:
     """Writes one greedy episode of the first member to ``path``; returns its frames
     (``check_video`` has accepted ``config`` before the evaluation)."""
@@ -167,6 +184,8 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
         from jaxrl.experiment.guards import check_finite_state
         from jaxrl.experiment.run import restore_checkpoint
 
+        if args.video:
+            check_video_early(args.run_dir, args.video)
         setup, restored, skipped = restore_checkpoint(args.run_dir, args.step)
         for line in skipped:
             print(f"note: {line}; using checkpoint {restored.step}")

@@ -103,3 +103,22 @@ def test_evaluate_returns_on_a_host_env_are_its_episodes():
             total, done = total + reward, terminated or truncated
         expected.append(total)
     np.testing.assert_array_equal(returns, expected)
+
+
+@pytest.mark.parametrize(
+    "env, video, fragment",
+    [
+        ("MinAtar-Breakout", "{tmp}/v.mp4", "--video: env 'MinAtar-Breakout' does not render"),
+        ("CartPole-v1", "{tmp}/missing/v.mp4", "--video: folder '{tmp}/missing' does not exist"),
+    ],
+)
+def test_video_is_checked_before_anything_is_restored(tmp_path, capsys, env, video, fragment):
+    """Issue 55: ``--video`` on an env that does not render failed after the whole
+    evaluation; it is refused from the run's config alone (this run has no checkpoint)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(f"agent: {{name: dqn}}\nenv: {{name: {env}}}\n")
+    video = video.replace("{tmp}", str(tmp_path))
+    assert evaluate([str(run), "--video", video]) == 2
+    one_line_error(capsys, fragment.replace("{tmp}", str(tmp_path)))
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["config.yaml", "run"]
