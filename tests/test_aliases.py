@@ -62,7 +62,7 @@ def test_exploration_fraction_is_epsilon_decay_steps_of_the_run():
     assert got["epsilon_decay_steps"] == 5_000 and got["epsilon_schedule"] == "linear"
 
 
-def test_epsilon_decay_implies_the_exponential_schedule():
+def test_epsilon_decay_implies_the_exponential_schedule(tmp_path):
     """machin's multiplicative ``epsilon_decay``, read only by the exponential schedule,
     given alone selects it (it was accepted and ignored)."""
     got = resolve(agent="dqn", env="CartPole", overrides={"agent.epsilon_decay": 0.99})
@@ -70,3 +70,11 @@ def test_epsilon_decay_implies_the_exponential_schedule():
     assert got.agent.kwargs()["epsilon_decay"] == 0.99
     plain = resolve(agent="dqn", env="CartPole").agent.kwargs()
     assert plain["epsilon_schedule"] == "linear"
+    # A config file of one's own that gives epsilon_decay alone, as the command line.
+    (tmp_path / "mine.yaml").write_text("agent: {name: dqn, epsilon_decay: 0.999}\n")
+    from_file = resolve(config_file=str(tmp_path / "mine.yaml")).agent.kwargs()
+    assert from_file["epsilon_schedule"] == "exponential"
+    # A saved config.yaml names its schedule, and keeps it.
+    saved = tmp_path / "config.yaml"
+    saved.write_text(resolve(agent="dqn", env="CartPole").to_yaml())
+    assert resolve(config_file=str(saved)).agent.kwargs()["epsilon_schedule"] == "linear"

@@ -259,6 +259,9 @@ def resolve(
     base: dict[str, Any] = {}
     if config_file is not None:
         base = load_config_file(config_file)
+        file_agent_section = base.get("agent", {})
+        if "epsilon_decay" in file_agent_section:  # as --agent.epsilon_decay alone
+            file_agent_section.setdefault("epsilon_schedule", "exponential")
     first = agent_list[0] if agent_list else None  # independent agents: player 0's
     agent_name = agent or first or base.get("agent", {}).get("name") or "dqn"
     env_name = envs.canonical_name(env or base.get("env", {}).get("name") or "CartPole-v1")
