@@ -124,7 +124,8 @@ def forget() -> None:
     sys.modules.pop(__name__, None)
     for name in TORSOS:
         spec._REGISTRY.pop(name, None)
-    agents._REGISTRY.pop("always_right", None)
+    for name in ("always_right", *BAD_AGENTS):
+        agents._REGISTRY.pop(name, None)
     for table in (envs._FACTORIES, envs._DESCRIPTIONS):
         for name in ("Chain-v0", *BAD_ENVS):
             table.pop(name, None)
@@ -147,3 +148,18 @@ def wrong_obs(num_envs: int = 1) -> Env:
 BAD_ENVS = {"NoNumEnvs-v0": no_num_envs, "NotAnEnv-v0": not_an_env, "WrongObs-v0": wrong_obs}
 for _name, _fn in BAD_ENVS.items():
     jaxrl.envs.register(_name, _fn, "breaks the env contract (tests/user_code.py)")
+
+
+# Agents that break the contract.
+def make_not_an_agent(spec, **overrides):
+    return {"act": None}
+
+
+def make_wrong_actions(spec, **overrides) -> Agent:
+    agent = make_always_right(spec)
+    return agent._replace(act=lambda s, obs, c, k, e=True: (jnp.zeros((obs.shape[0], 2)), c, {}))
+
+
+BAD_AGENTS = {"not_an_agent": make_not_an_agent, "wrong_actions": make_wrong_actions}
+for _name, _fn in BAD_AGENTS.items():
+    jaxrl.agents.register(_name, _fn, description="breaks the agent contract")

@@ -243,7 +243,7 @@ def make(name: str, num_envs: int = 1, **kwargs: Any) -> Env | gymnasium.HostEnv
                     f"unknown option {key!r} for env {canonical!r}; "
                     f"valid options: {', '.join(valid) or 'none'}"
                 )
-    user = boundary.is_user_factory(factory)
+    user = trust.is_user_code(factory)
     if user:
         boundary.check_factory(canonical, factory)
     env = factory(num_envs=num_envs, **kwargs)

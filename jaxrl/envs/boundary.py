@@ -5,7 +5,6 @@ expected (``ConfigError``) instead of a traceback from inside an agent."""
 
 from __future__ import annotations
 
-import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -16,14 +15,6 @@ import jax.numpy as jnp
 from jaxrl.types import Box, ConfigError, Env, batched_spec
 
 SIGNATURE = "factory(num_envs=1, **options) -> jaxrl.types.Env"
-
-
-def is_user_factory(factory: Callable[..., Any]) -> bool:
-    """Whether ``factory`` comes from outside the library (a user's module)."""
-    while isinstance(factory, functools.partial):
-        factory = factory.func
-    module = getattr(factory, "__module__", None) or ""
-    return not (module == "jaxrl" or module.startswith("jaxrl."))
 
 
 def check_factory(name: str, factory: Callable[..., Any]) -> None:

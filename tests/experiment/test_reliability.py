@@ -137,6 +137,14 @@ TRAIN_CASES = [
         "reset must return obs float32[1, 5] (its spec, num_envs 1), got float32[1, 4]",
     ),
     (["--import", "tests.user_code", "--callback", "os:getcwd"], "on_chunk must take one argument"),
+    (
+        ["--import", "tests.user_code", "--agent", "not_an_agent"],
+        "must return a jaxrl.types.Agent(init, act, update), got dict",
+    ),
+    (
+        ["--import", "tests.user_code", "--agent", "wrong_actions"],
+        "act must return actions int32[1] for 1 envs, got float32[1, 2]",
+    ),
     # issue 55: silent no-ops
     (
         ["--agent.epsilon_decay", "0.99", "--agent.epsilon_schedule", "linear"],
