@@ -12,8 +12,8 @@ sign elsewhere. docs/how-to/other-libraries.md shows the table.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import NamedTuple
+from collections.abc import Collection, Mapping
+from typing import Any, NamedTuple
 
 from jaxrl.types import ConfigError
 
@@ -332,3 +332,23 @@ def with_steps_converted(
         del out[key]
         out[found.to] = round(exact)
     return out
+
+
+def with_implied_schedule(options: Mapping[str, Any] | None, prefix: str) -> Any:
+    """``options`` (keys ``prefix + name``: ``"agent."`` for the command line's, ``""``
+    for a config file's agent section) where machin's ``epsilon_decay``, which only the
+    exponential schedule reads, given without ``epsilon_schedule`` selects it; on the
+    command line, ConfigError where another schedule is given with it."""
+    decay, schedule = prefix + "epsilon_decay", prefix + "epsilon_schedule"
+    if options is None or decay not in options:
+        return options
+    given = options.get(schedule, "exponential")
+    if given != "exponential" and not prefix:  # a file naming both (a saved config.yaml)
+        return options
+    if given != "exponential":
+        raise ConfigError(
+            f"--agent.epsilon_decay is the rate of --agent.epsilon_schedule exponential; the "
+            f"'{given}' schedule does not read it (linear decays over "
+            "--agent.epsilon_decay_steps)"
+        )
+    return {**options, schedule: "exponential"}

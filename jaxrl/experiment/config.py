@@ -259,9 +259,8 @@ def resolve(
     base: dict[str, Any] = {}
     if config_file is not None:
         base = load_config_file(config_file)
-        file_agent_section = base.get("agent", {})
-        if "epsilon_decay" in file_agent_section:  # as --agent.epsilon_decay alone
-            file_agent_section.setdefault("epsilon_schedule", "exponential")
+        if isinstance(base.get("agent"), dict):  # epsilon_decay alone, as on the CLI
+            base["agent"] = aliases.with_implied_schedule(base["agent"], "")
     first = agent_list[0] if agent_list else None  # independent agents: player 0's
     agent_name = agent or first or base.get("agent", {}).get("name") or "dqn"
     env_name = envs.canonical_name(env or base.get("env", {}).get("name") or "CartPole-v1")
@@ -285,7 +284,7 @@ def resolve(
     base.get("env", {}).pop("family", None)
     cfg = merge({"agent": {}, "env": {}, "run": {}}, base)
     cfg["agent"]["name"], cfg["env"]["name"] = agent_name, env_name
-    overrides = _with_implied_schedule(overrides)
+    overrides = aliases.with_implied_schedule(overrides, "agent.")
     _apply_flags(cfg, steps, seed, num_envs, agent_list, config_file, overrides, agent_name)
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
     run = build_config(RunConfig, cfg["run"], "run")
@@ -355,22 +354,6 @@ def _apply_flags(
         if section == "agent":
             cfg["agent"] = _without_aliases_of(key, cfg["agent"], agent_name)
         cfg[section][key] = value
-
-
-def _with_implied_schedule(overrides: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
-    """``overrides`` where ``--agent.epsilon_decay`` (machin's multiplicative decay, which
-    only the exponential schedule reads) implies ``--agent.epsilon_schedule exponential``;
-    ConfigError where another schedule is given with it."""
-    if overrides is None or "agent.epsilon_decay" not in overrides:
-        return overrides
-    schedule = overrides.get("agent.epsilon_schedule", "exponential")
-    if schedule != "exponential":
-        raise ConfigError(
-            "--agent.epsilon_decay is the rate of --agent.epsilon_schedule exponential; the "
-            f"'{schedule}' schedule does not read it (linear decays over "
-            "--agent.epsilon_decay_steps)"
-        )
-    return {**overrides, "agent.epsilon_schedule": "exponential"}
 
 
 def _without_aliases_of(key: str, section: Mapping[str, Any], agent: str) -> dict[str, Any]:
