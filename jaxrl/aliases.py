@@ -249,7 +249,7 @@ FOREIGN: dict[str, Foreign] = {
 
 # The batch size of SB3's PPO is a minibatch size (off-policy agents share the name).
 FOREIGN["batch_size"] = Foreign(
-    "SB3's PPO minibatch size",
+    "a batch size (in SB3's PPO the minibatch size)",
     (
         Rule(
             "num_minibatches",
