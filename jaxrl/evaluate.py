@@ -76,6 +76,10 @@ def evaluate_returns(agent, agent_state, env, key, batched: bool):
     from jaxrl.runners import make_evaluate
     from jaxrl.runners.games.matches import make_match, opponents
 
+    if getattr(env, "host_loop", False):  # a Gymnasium env stepped from Python
+        from jaxrl.runners.host import make_host_evaluate
+
+        return make_host_evaluate(agent, env)(agent_state, key)
     if env.spec.num_players > 1:  # a game: scores (+1/0/-1) against the random opponent
         evaluate = make_match(agent, env, opponents(env)["random"])
     else:
@@ -107,6 +111,23 @@ def check_video(config: Experiment, agents: int) -> None:
         import imageio.v2  # noqa: F401
     except ImportError:
         raise ConfigError("--video needs imageio: pip install 'jaxrl[video]'") from None
+
+
+def check_video_early(run_dir: str, path: str) -> None:
+    """``check_video`` from the run's ``config.yaml`` alone, and ``path``'s folder: before
+    a checkpoint is restored or an episode run."""
+    from pathlib import Path
+
+    from jaxrl.experiment.config import resolve
+
+    config_file = Path(run_dir) / "config.yaml"
+    if not config_file.is_file():
+        return  # restoring says what is wrong with the run directory
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise ConfigError(f"--video: folder '{folder}' does not exist")
+    config = resolve(config_file=str(config_file))
+    check_video(config, max(1, len(config.agents)))
 
 
 def record(agent, agent_state, config: Experiment, key, path: str) -> int:
@@ -161,6 +182,8 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
 
         from jaxrl.experiment.run import restore_checkpoint
 
+        if args.video:
+            check_video_early(args.run_dir, args.video)
         setup, restored, skipped = restore_checkpoint(args.run_dir, args.step)
         for line in skipped:
             print(f"note: {line}; using checkpoint {restored.step}")

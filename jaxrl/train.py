@@ -75,6 +75,12 @@ def _agent_help_request(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _imports_of(argv: Sequence[str]) -> list[str]:
+    """The modules of ``--import MODULE`` (or ``--import=MODULE``) in ``argv``."""
+    found = [argv[i + 1] for i, t in enumerate(argv[:-1]) if t == "--import"]
+    return found + [t.partition("=")[2] for t in argv if t.startswith("--import=")]
+
+
 IMPORT_FLAG: tuple[str, dict[str, Any]] = ("--import", {})  # trust.add_import_argument
 # The flags of ``python -m jaxrl.train``, in --help's order: (flag, add_argument options).
 FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -204,10 +210,14 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
 
     parser = _make_parser()
     agent_help = _agent_help_request(argv)
-    if agent_help is not None:
+    if agent_help is not None:  # after --import, which may register the agent
         from jaxrl.experiment.helptext import agent_help as text
+        from jaxrl.networks.spec import import_modules
 
-        print(text(agent_help))
+        imports = _imports_of(argv)
+        with trust.trusted([*imports, *filter(None, [trust.module_of(agent_help)])]):
+            import_modules(imports)
+            print(text(agent_help))
         raise SystemExit(0)
     args, rest = parser.parse_known_args(argv)
     args.fixed_by_resume = [  # the flags a resume may not change, in --help's order
@@ -275,6 +285,14 @@ def _names(value: str) -> list[str]:
     return [name.strip() for name in value.split(",") if name.strip()]
 
 
+def _loggers(value: str) -> list[str]:
+    """``--log``'s names, each installed (the default, tensorboard, is skipped silently
+    where tensorboardX is not; named, it is a mistake)."""
+    from jaxrl.experiment.logging import check_loggers
+
+    return check_loggers(_names(value), given=True)
+
+
 def named_modules(args: argparse.Namespace, overrides: dict[str, Any]) -> list[str]:
     """The modules the command line names, which its names may import (``jaxrl.trust``):
     ``--import``'s, and those of ``module:attr`` names in ``--agent``, ``--agents``,
@@ -329,7 +347,7 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
             sweep=parse_sweep(args.sweep),
             checkpoint_every=args.checkpoint_every or 0,
             keep=3 if args.keep is None else args.keep,
-            loggers=["tensorboard"] if args.log is None else _names(args.log),
+            loggers=["tensorboard"] if args.log is None else _loggers(args.log),
             devices=_devices(args.devices),
             watchdog=3600.0 if args.watchdog is None else args.watchdog,
             actor_threads=args.actor_threads or 0,
@@ -338,6 +356,7 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
             callbacks=args.callback,
             init_from=args.init_from,
             init_parts=[] if args.init_parts is None else _names(args.init_parts),
+            imports=list(args.imports),
         )
 
         agent_list = None if args.agents is None else _names(args.agents)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import os
 import sys
@@ -108,3 +109,12 @@ def import_module(module: str, what: str) -> ModuleType:
         return importlib.import_module(module)
     finally:
         sys.path.remove(os.getcwd())
+
+
+def is_user_code(fn: object) -> bool:
+    """Whether ``fn`` (a factory, maybe a ``functools.partial``) comes from outside the
+    library: the boundary where a user's env or agent is checked."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    module = getattr(fn, "__module__", None) or ""
+    return not (module == "jaxrl" or module.startswith("jaxrl."))

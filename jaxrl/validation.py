@@ -160,9 +160,10 @@ def build_config(cls: type[C], overrides: Mapping[str, Any], where: str) -> C:
         if key not in types_:
             from jaxrl.suggest import did_you_mean
 
+            foreign = aliases.unmatched(key, types_)
+            hint = f": {foreign}" if foreign else did_you_mean(key, types_)
             raise ConfigError(
-                f"unknown option '{key}' for {where}{did_you_mean(key, types_)}; valid "
-                f"options: {', '.join(types_)}"
+                f"unknown option '{key}' for {where}{hint}; valid options: {', '.join(types_)}"
             )
         values[key] = coerce(value, types_[key], f"{where} option '{key}'")
     try:

@@ -74,3 +74,51 @@ def test_missing_run_is_one_line_exit_2(tmp_path, capsys):
     assert evaluate([str(tmp_path / "nope")]) == 2
     one_line_error(capsys, "does not exist")
     assert evaluate([str(tmp_path), "--episodes", "0"]) == 2
+
+
+def test_evaluate_returns_on_a_host_env_are_its_episodes():
+    """Issue 55: ``jaxrl.evaluate`` of a ``gym:`` run traced the Gymnasium env into a jitted
+    loop (``TypeError: Only scalar arrays can be converted``). The returns are each env's
+    first greedy episode, stepped here one env at a time with Gymnasium itself."""
+    import gymnasium
+
+    from jaxrl import agents
+    from jaxrl.evaluate import evaluate_returns
+    from jaxrl.runners.host import _seed
+
+    env = envs.make("gym:CartPole-v1", num_envs=2, max_episode_steps=40)
+    agent = agents.make("dqn", env.spec, hidden_sizes=(8,))
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
+    key = jax.random.PRNGKey(1)
+    returns = evaluate_returns(agent, state, env, key, batched=False)
+    seed = _seed(jax.random.split(key)[1])  # HostEnv.reset seeds copy i with seed + i
+    expected = []
+    for i in range(2):
+        one = gymnasium.make("CartPole-v1", max_episode_steps=40)
+        obs, _ = one.reset(seed=seed + i)
+        total, done = 0.0, False
+        while not done:
+            action, _, _ = agent.act(state, obs[None], agent.init_carry(1), key, False)
+            obs, reward, terminated, truncated, _ = one.step(int(action[0]))
+            total, done = total + reward, terminated or truncated
+        expected.append(total)
+    np.testing.assert_array_equal(returns, expected)
+
+
+@pytest.mark.parametrize(
+    "env, video, fragment",
+    [
+        ("MinAtar-Breakout", "{tmp}/v.mp4", "--video: env 'MinAtar-Breakout' does not render"),
+        ("CartPole-v1", "{tmp}/missing/v.mp4", "--video: folder '{tmp}/missing' does not exist"),
+    ],
+)
+def test_video_is_checked_before_anything_is_restored(tmp_path, capsys, env, video, fragment):
+    """Issue 55: ``--video`` on an env that does not render failed after the whole
+    evaluation; it is refused from the run's config alone (this run has no checkpoint)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text(f"agent: {{name: dqn}}\nenv: {{name: {env}}}\n")
+    video = video.replace("{tmp}", str(tmp_path))
+    assert evaluate([str(run), "--video", video]) == 2
+    one_line_error(capsys, fragment.replace("{tmp}", str(tmp_path)))
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["config.yaml", "run"]

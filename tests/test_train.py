@@ -73,7 +73,7 @@ def test_run_directory_and_reproduction(tmp_path, capsys):
             "unknown agent 'nope'; available: " + ", ".join(sorted(agents.available())),
         ),
         (["--env", "Pong-v9"], "Pong-v9"),
-        (["--agent.learning_rate", "1"], "unknown option 'learning_rate'"),
+        (["--agent.learnin_rat", "1"], "unknown option 'learnin_rat'"),
         (["--agent.lr", "fast"], "option 'lr': expected float"),
         (["--agent", "dqn", "--env", "Pendulum"], "discrete action space"),
         (["--config", "missing.yaml"], "does not exist"),

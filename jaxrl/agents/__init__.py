@@ -136,7 +136,13 @@ def resolve_config(name: str, overrides: Mapping[str, Any]) -> dict[str, Any]:
 def build(config: AgentConfig, spec: EnvSpec) -> Agent:
     """The agent of ``config`` for an environment of ``spec`` (ConfigError for an agent
     that cannot act in it)."""
-    return entry(config.name).factory(spec, **config.kwargs())
+    factory = entry(config.name).factory
+    agent = factory(spec, **config.kwargs())
+    if spec.num_players == 1 and trust.is_user_code(factory):
+        from jaxrl.agents.boundary import check_agent
+
+        check_agent(config.name, agent, spec)
+    return agent
 
 
 def make(name: str, spec: EnvSpec, **overrides: Any) -> Agent:

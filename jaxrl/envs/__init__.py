@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from jaxrl import trust
-from jaxrl.envs import classic, gymnasium
+from jaxrl.envs import boundary, classic, gymnasium
 from jaxrl.envs.core import VectorEnvState, make_vector_env
 from jaxrl.types import ConfigError, Env
 from jaxrl.validation import check_int
@@ -243,8 +243,13 @@ def make(name: str, num_envs: int = 1, **kwargs: Any) -> Env | gymnasium.HostEnv
                     f"unknown option {key!r} for env {canonical!r}; "
                     f"valid options: {', '.join(valid) or 'none'}"
                 )
+    user = trust.is_user_code(factory)
+    if user:
+        boundary.check_factory(canonical, factory)
     env = factory(num_envs=num_envs, **kwargs)
-    if not isinstance(env, Env | gymnasium.HostEnv):
+    if user and not isinstance(env, gymnasium.HostEnv):
+        boundary.check_env(canonical, env, num_envs)
+    elif not isinstance(env, Env | gymnasium.HostEnv):
         raise TypeError(f"factory for env {canonical!r} returned {type(env).__name__}, not Env")
     if pixel_opts is not None and pixel_opts.active:
         if not isinstance(env, Env):

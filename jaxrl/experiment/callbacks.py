@@ -160,7 +160,31 @@ def resolve(spec: str) -> Any:
         raise ConfigError(
             f"--callback '{spec}' is neither callable nor has any of {', '.join(HOOKS)}"
         )
+    _check_hooks(spec, callback)
     return callback
+
+
+def _check_hooks(spec: str, callback: Any) -> None:
+    """ConfigError (one line) for a hook that cannot be called as ``hook(event)``."""
+    import inspect
+
+    hooks = [(h, getattr(callback, h)) for h in HOOKS if hasattr(callback, h)]
+    if not hooks:
+        hooks = [("on_chunk", callback)]  # a plain function is called as on_chunk
+    for hook, fn in hooks:
+        if not callable(fn):
+            raise ConfigError(
+                f"--callback '{spec}': {hook} is a {type(fn).__name__}, not a function"
+            )
+        try:
+            inspect.signature(fn).bind(None)
+        except TypeError:
+            raise ConfigError(
+                f"--callback '{spec}': {hook} must take one argument, the event "
+                f"({hook}(event)); it takes {inspect.signature(fn)}"
+            ) from None
+        except ValueError:  # no signature to inspect: called as it is
+            continue
 
 
 def check(specs: Sequence[str], resolve_them: bool = False) -> list[str]:

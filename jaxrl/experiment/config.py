@@ -292,6 +292,8 @@ def resolve(
     base: dict[str, Any] = {}
     if config_file is not None:
         base = load_config_file(config_file)
+        if isinstance(base.get("agent"), dict):  # epsilon_decay alone, as on the CLI
+            base["agent"] = aliases.with_implied_schedule(base["agent"], "")
     first = agent_list[0] if agent_list else None  # independent agents: player 0's
     agent_name = agent or first or base.get("agent", {}).get("name") or "dqn"
     env_name = envs.canonical_name(env or base.get("env", {}).get("name") or "CartPole-v1")
@@ -315,13 +317,14 @@ def resolve(
     base.get("env", {}).pop("family", None)
     cfg = merge({"agent": {}, "env": {}, "run": {}}, base)
     cfg["agent"]["name"], cfg["env"]["name"] = agent_name, env_name
+    overrides = aliases.with_implied_schedule(overrides, "agent.")
     _apply_flags(cfg, steps, seed, num_envs, agent_list, config_file, overrides, agent_name)
     agent_options = {k: v for k, v in cfg["agent"].items() if k != "name"}
     run = build_config(RunConfig, cfg["run"], "run")
     env_options = {k: v for k, v in cfg["env"].items() if k not in ("name", "num_envs")}
     env_config = EnvConfig(env_name, cfg["env"].get("num_envs", 1), env_options)
     run_length = rounded_steps(run, env_config.num_envs)
-    agent_config = _configure_agent(agent_name, agent_options, run_length)
+    agent_config = _configure_agent(agent_name, agent_options, run, run_length)
     listed = _agent_sections(base.get(AGENTS), agent_list, env_name)
     agent_overrides = {
         k.partition(".")[2]: v for k, v in (overrides or {}).items() if k.startswith("agent.")
@@ -330,7 +333,7 @@ def resolve(
         listed = [_without_aliases_of(key, a, a["name"]) for a in listed]
     listed = [{**a, **agent_overrides} for a in listed]
     players = tuple(
-        _configure_agent(a["name"], {k: v for k, v in a.items() if k != "name"}, run_length)
+        _configure_agent(a["name"], {k: v for k, v in a.items() if k != "name"}, run, run_length)
         for a in listed
     )
     return Experiment(
@@ -399,11 +402,17 @@ def _without_aliases_of(key: str, section: Mapping[str, Any], agent: str) -> dic
     return {k: v for k, v in section.items() if k == key or aliases.canonical(k, fields) != target}
 
 
-def _configure_agent(name: str, options: Mapping[str, Any], run_length: int) -> AgentConfig:
+def _configure_agent(
+    name: str, options: Mapping[str, Any], run: RunConfig, run_length: int
+) -> AgentConfig:
     """Every option of one agent, validated; an option ``total_steps`` (learning-rate
     annealing) left at None gets the run's length ``run_length``: the steps it will do,
-    ``--steps`` rounded up to whole chunks."""
+    ``run.steps`` rounded up to whole chunks."""
     _check_foreign_options(name, options)
+    config_cls = agents.entry(name).config
+    if config_cls is not None:  # SB3's exploration_fraction: a fraction of the run's steps
+        fields = {f.name for f in dataclasses.fields(config_cls)}
+        options = aliases.with_steps_converted(dict(options), fields, run.steps, f"agent '{name}'")
     config = agents.configure(name, options)
     if config.option("total_steps", 0) is None:
         total = {"total_steps": run_length}
@@ -419,7 +428,7 @@ def _check_foreign_options(agent: str, options: Mapping[str, Any]) -> None:
         return
     own = {f.name for f in dataclasses.fields(config)} | fixed_options(config).keys()
     for key in options:
-        if key in own:  # a fixed option: build_config accepts its value or refuses
+        if key in own or aliases.rule(key, own) is not None:  # own, fixed or foreign
             continue
         owners = [
             name

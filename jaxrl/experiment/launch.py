@@ -41,6 +41,8 @@ class Launch:
       init_from: ``RUN[:STEP]`` whose checkpoint the run started from (``--init-from``;
         recorded as ``ABSOLUTE_RUN:STEP``; ``experiment.warmstart``), None for a fresh start.
       init_parts: what was taken from it (``warmstart.PARTS``; default ``params``).
+      imports: the modules of ``--import`` (user torsos, envs, agents); recorded, never
+        imported from here (``jaxrl.trust``): ``evaluate`` and ``export`` name them.
     """
 
     seeds: int = 1
@@ -56,6 +58,7 @@ class Launch:
     callbacks: list[str] = dataclasses.field(default_factory=list)
     init_from: str | None = None
     init_parts: list[str] = dataclasses.field(default_factory=list)
+    imports: list[str] = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
         object.__setattr__(self, "loggers", check_loggers(self.loggers))

@@ -5,7 +5,7 @@ interval; resume and ``jaxrl.plot`` read them). ``MetricsWriter`` also sends eac
 the loggers named in ``launch.yaml``'s ``loggers`` (``--log``), a composite of any of:
 
 * ``tensorboard``: TensorBoard event files in the run directory (``tensorboardX``; the
-  default, skipped silently where it is not installed);
+  default, skipped where it is not installed unless ``--log`` names it);
 * ``wandb``: a Weights & Biases run (``pip install 'jaxrl[wandb]'``) under
   ``RUN_DIR/wandb``, with the run's config, named and identified by the run directory (a
   resumed run continues the same W&B run; W&B ignores rows at steps it already has).
@@ -58,14 +58,20 @@ def aggregate(metrics: Mapping[str, np.ndarray]) -> dict[str, float]:
     return row
 
 
-def check_loggers(names: Sequence[str]) -> list[str]:
-    """``names`` as a list; ConfigError for an unknown logger or W&B not installed."""
+def check_loggers(names: Sequence[str], given: bool = False) -> list[str]:
+    """``names`` as a list; ConfigError for an unknown logger or W&B not installed, and
+    where ``given`` (named by ``--log``, not the default) for TensorBoard not installed."""
     names = list(names)
     for name in names:
         if name not in LOGGERS:
             raise ConfigError(f"unknown logger '{name}' in --log; valid: {', '.join(LOGGERS)}")
     if "wandb" in names and importlib.util.find_spec("wandb") is None:
         raise ConfigError("--log wandb needs wandb: pip install 'jaxrl[wandb]'")
+    if given and "tensorboard" in names and importlib.util.find_spec("tensorboardX") is None:
+        raise ConfigError(
+            "--log tensorboard needs tensorboardX: pip install tensorboardX (or --log '' for "
+            "metrics.jsonl and metrics.csv alone)"
+        )
     return names
 
 

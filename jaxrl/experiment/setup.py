@@ -13,6 +13,8 @@ what a checkpoint holds) is the ``Runner``'s to say (``jaxrl.runners.Runner``).
 from __future__ import annotations
 
 import dataclasses
+import re
+import sys
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -206,5 +208,21 @@ def build(run_dir: str | Path) -> Setup:
     run_dir = Path(run_dir)
     if not (run_dir / CONFIG_FILE).is_file():
         raise ConfigError(f"'{run_dir}' is not a run directory (it has no config.yaml)")
-    config = resolve(config_file=str(run_dir / CONFIG_FILE))
-    return build_setup(config, read_launch(run_dir))
+    launch = read_launch(run_dir)
+    try:
+        return build_setup(resolve(config_file=str(run_dir / CONFIG_FILE)), launch)
+    except ConfigError as e:
+        raise ConfigError(_with_import_hint(str(e), run_dir, launch)) from None
+
+
+def _with_import_hint(error: str, run_dir: Path, launch: Launch) -> str:
+    """``error`` of rebuilding ``run_dir``; for a name nothing registered (a user's torso,
+    env or agent) it says which ``--import`` the run was trained with."""
+    if not re.match(r"(unknown|cannot import) ", error) and "unknown torso" not in error:
+        return error
+    missing = [m for m in launch.imports if m not in sys.modules]
+    what = re.sub(r" \(did you mean [^)]*\)", "", error.split(";")[0])
+    if missing:
+        given = " ".join(f"--import {m}" for m in missing)
+        return f"{what}: '{run_dir}' was trained with {given}, which registers it; give {given}"
+    return f"{error} (a name your code registers needs --import MODULE)"

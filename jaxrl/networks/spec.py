@@ -216,3 +216,44 @@ def import_modules(names: Sequence[str]) -> None:
 def registered() -> dict[str, TorsoFn]:
     """Registered (user) torso name -> its function."""
     return dict(_REGISTRY)
+
+
+def user_torso(name: str, obs_shape: tuple[int, ...], hidden_sizes: tuple[int, ...]) -> nn.Module:
+    """The registered torso ``name`` built for ``obs_shape``, checked at the boundary: ``fn``
+    takes ``(obs_shape, hidden_sizes)`` and returns a ``flax.linen.Module`` mapping float32
+    observations ``[batch, *obs_shape]`` to float features ``[batch, F]``; ConfigError (one
+    line naming what was expected) otherwise."""
+    import inspect
+
+    fn = _REGISTRY[name]
+    expected = f"torso {name!r} must be fn(obs_shape, hidden_sizes) -> flax.linen.Module"
+    try:
+        inspect.signature(fn).bind(obs_shape, hidden_sizes)
+    except TypeError as e:
+        raise ConfigError(f"{expected}; {getattr(fn, '__name__', fn)!s}: {e}") from None
+    except ValueError:  # no signature to inspect (a builtin): called as it is
+        pass
+    module = fn(obs_shape, hidden_sizes)
+    if not isinstance(module, nn.Module):
+        raise ConfigError(f"{expected}; it returned a {type(module).__name__}")
+    obs = jax.ShapeDtypeStruct((2, *obs_shape), jax.numpy.float32)
+    apply = lambda key, x: module.init_with_output(key, x)[0]
+    try:
+        out = jax.eval_shape(apply, jax.random.PRNGKey(0), obs)
+    except (TypeError, ValueError) as e:
+        line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ConfigError(
+            f"torso {name!r}: its module must take observations [batch, *obs_shape] "
+            f"({list(obs.shape)} float32 here); applying it failed: {line}"
+        ) from None
+    leaves = jax.tree.leaves(out)
+    shape = getattr(out, "shape", None)
+    if len(leaves) != 1 or shape is None or len(shape) != 2 or shape[0] != obs.shape[0]:
+        got = shape if len(leaves) == 1 else f"{len(leaves)} arrays"
+        raise ConfigError(
+            f"torso {name!r}: its module must map observations {list(obs.shape)} to "
+            f"features [batch, F] ([2, F] here), got {got}"
+        )
+    if not jax.numpy.issubdtype(out.dtype, jax.numpy.floating):
+        raise ConfigError(f"torso {name!r}: its features must be float (float32), got {out.dtype}")
+    return module

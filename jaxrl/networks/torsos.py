@@ -189,7 +189,7 @@ def make_torso(name: Any, obs_shape: Sequence[int], hidden_sizes: Sequence[int])
     if isinstance(name, spec.TorsoSpec):
         return spec.spec_torso(name, obs_shape, hidden_sizes)
     if name in spec.registered():
-        return spec.registered()[name](tuple(obs_shape), tuple(hidden_sizes))
+        return spec.user_torso(name, tuple(obs_shape), tuple(hidden_sizes))
     if name == "mlp":
         return MLP(tuple(hidden_sizes), obs_ndim=len(tuple(obs_shape)))
     return cnn_torso(name, hidden_sizes)

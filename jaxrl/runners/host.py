@@ -96,6 +96,48 @@ def _compile(
     return compiled
 
 
+def evaluate_episodes(
+    agent: Agent, eval_env: Any, eval_act: Any, agent_state: Any, key: jax.Array
+) -> np.ndarray:
+    """The first episode's raw return of each env of host env ``eval_env`` (``[num_envs]``
+    float32), acting with ``eval_act(agent_state, obs, carry, key) -> (action, carry,
+    extras, key)``."""
+    key, reset_key = jax.random.split(key)
+    obs = eval_env.reset(_seed(reset_key)).obs
+    n = eval_env.spec.num_envs
+    carry = eval_initial_carry = agent.init_carry(n)
+    finished, returns = np.zeros(n, bool), np.zeros(n, np.float32)
+    for _ in range(eval_env.spec.max_episode_steps):
+        if finished.all():
+            break
+        action, carry, _, key = eval_act(agent_state, obs, carry, key)
+        ts = eval_env.step(jax.device_get(action))
+        done = ts.terminated | ts.truncated
+        if jax.tree.leaves(carry):
+            carry = _reset_carry(carry, eval_initial_carry, done)
+        returns = np.where(done & ~finished, ts.info["episode_return"], returns)
+        finished |= done
+        obs = ts.obs
+    return returns
+
+
+def make_host_evaluate(agent: Agent, env: Any) -> Any:
+    """``evaluate(agent_state, key) -> returns [num_envs]`` on host env ``env`` (a
+    Gymnasium vector env stepped from Python), greedy: ``jaxrl.evaluate``'s for host envs,
+    which ``runners.scan.make_evaluate`` cannot trace."""
+
+    def eval_act(agent_state, obs, carry, key):
+        key, act_key = jax.random.split(key)
+        action, carry, extras = agent.act(agent_state, obs, carry, act_key, False)
+        return action, carry, extras, key
+
+    act = jax.jit(eval_act)
+    return lambda agent_state, key: evaluate_episodes(agent, env, act, agent_state, key)
+
+
+_reset_carry = jax.jit(reset_carry)
+
+
 def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = None) -> Runner:
     """Builds the Python training loop for a host env (``envs.gymnasium.HostEnv``).
 
@@ -137,23 +179,7 @@ def make_host_runner(agent: Agent, env: Any, config: RunConfig, eval_env: Any = 
     def evaluate(agent_state: Any, key: jax.Array) -> np.ndarray:
         if not compiled:
             compile_all(agent_state, key)
-        key, reset_key = jax.random.split(key)
-        obs = eval_env.reset(_seed(reset_key)).obs
-        n = eval_env.spec.num_envs
-        carry = eval_initial_carry = agent.init_carry(n)
-        finished, returns = np.zeros(n, bool), np.zeros(n, np.float32)
-        for _ in range(eval_env.spec.max_episode_steps):
-            if finished.all():
-                break
-            action, carry, _, key = compiled["eval_act"](agent_state, obs, carry, key)
-            ts = eval_env.step(jax.device_get(action))
-            done = ts.terminated | ts.truncated
-            if jax.tree.leaves(carry):
-                carry = reset_fn(carry, eval_initial_carry, done)
-            returns = np.where(done & ~finished, ts.info["episode_return"], returns)
-            finished |= done
-            obs = ts.obs
-        return returns
+        return evaluate_episodes(agent, eval_env, compiled["eval_act"], agent_state, key)
 
     def run_chunk(state: HostRunnerState) -> tuple[HostRunnerState, dict[str, Any]]:
         agent_state, obs, carry, key = state.agent_state, state.obs, state.carry, state.key

@@ -74,7 +74,7 @@ def test_saved_config_reproduces_itself(tmp_path):
             + ", ".join(sorted(agents.available())),
         ),
         (dict(env="CartPol"), "CartPol"),
-        (dict(overrides={"agent.learning_rate": 1.0}), "unknown option 'learning_rate'"),
+        (dict(overrides={"agent.lrate": 1.0}), "unknown option 'lrate'"),
         (dict(overrides={"agent.lr": "fast"}), "option 'lr': expected float"),
         (dict(overrides={"model.lr": 1.0}), "--agent.KEY, --env.KEY or --run.KEY"),
         (dict(overrides={"run.steps": 0}), "steps must be in [1, 2147483647], got 0"),

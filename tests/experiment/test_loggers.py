@@ -85,3 +85,20 @@ def test_wandb_without_the_package_is_one_line(monkeypatch):
     with pytest.raises(ConfigError, match=r"pip install 'jaxrl\[wandb\]'"):
         metrics_logging.check_loggers(["wandb"])
     assert metrics_logging.check_loggers(["tensorboard"]) == ["tensorboard"]
+
+
+def test_log_tensorboard_without_the_package_is_one_line_and_writes_nothing(
+    tmp_path, capsys, monkeypatch
+):
+    """Issue 55: ``--log tensorboard`` without tensorboardX wrote no event files and said
+    nothing; the default (no ``--log``) still skips it silently."""
+    real = metrics_logging.importlib.util.find_spec
+    monkeypatch.setattr(
+        metrics_logging.importlib.util,
+        "find_spec",
+        lambda name: None if name == "tensorboardX" else real(name),
+    )
+    assert train([*TINY, "--logdir", str(tmp_path), "--log", "tensorboard"]) == 2
+    one_line_error(capsys, "--log tensorboard needs tensorboardX: pip install tensorboardX")
+    assert not list(tmp_path.iterdir())
+    assert metrics_logging.check_loggers(["tensorboard"]) == ["tensorboard"]

@@ -97,10 +97,59 @@ TRAIN_CASES = [
     (["--env", "CartPole-v0"], "(did you mean 'CartPole-v1'?)"),
     (["--agent", "dqm"], "unknown agent 'dqm' (did you mean 'dqn'?)"),
     (["--agent.lrr", "1"], "unknown option 'lrr' for agent 'dqn' (did you mean 'lr'?)"),
-    (["--agent.n_steps", "3"], "(did you mean 'n_step'?)"),
+    (["--agent.n_stepp", "3"], "(did you mean 'n_step'?)"),
     (["--checkpoint_every", "5"], "(did you mean '--checkpoint-every'?)"),
     # part 4: names from other libraries meaning something else
     (["--agent.target_net_update_fraction", "0.5"], "weighs the other network"),
+    # issue 55 part 4: SB3's, CleanRL's and machin's names, refused where they differ
+    (["--agent", "ppo", "--agent.n_steps", "128"], "n_steps is PPO's and A2C's rollout length"),
+    (
+        ["--agent", "sac", "--env", "Pendulum", "--agent.learning_rate", "1e-3"],
+        "give --agent.actor_lr and --agent.critic_lr",
+    ),
+    (["--agent", "ppo", "--agent.batch_size", "64"], "SB3's PPO batch_size is the minibatch size"),
+    (["--agent", "ppo", "--agent.vf_coef", "0.5"], "value_weight weigh 0.5 E[(V - R)^2]"),
+    (["--agent", "ppo", "--agent.total_timesteps", "9"], "total_timesteps is the run's length"),
+    (["--agent.exploration_fraction", "0.15", "--steps", "1001"], "150.15 env steps, not a whole"),
+    # issue 55: wrong suggestions (learning_starts, updates_per_step, latent_size, total_steps)
+    (["--agent", "ppo", "--agent.update_rate", "0.1"], "is machin's soft target-update rate"),
+    (["--agent", "ppo", "--agent.replay_size", "99"], "is machin's replay buffer capacity"),
+    # issue 55 part 6: a user's torso checked at its boundary (tests/user_code.py)
+    (
+        ["--import", "tests.user_code", "--agent.torso", "one_argument"],
+        "torso 'one_argument' must be fn(obs_shape, hidden_sizes) -> flax.linen.Module",
+    ),
+    (
+        ["--import", "tests.user_code", "--agent.torso", "flat_features"],
+        "must map observations [2, 4] to features [batch, F] ([2, F] here), got (2,)",
+    ),
+    (
+        ["--import", "tests.user_code", "--agent.torso", "int_features"],
+        "its features must be float (float32), got int32",
+    ),
+    (
+        ["--import", "tests.user_code", "--env", "NoNumEnvs-v0"],
+        "its factory must be factory(num_envs=1, **options) -> jaxrl.types.Env; it takes",
+    ),
+    (["--import", "tests.user_code", "--env", "NotAnEnv-v0"], "must return a jaxrl.types.Env"),
+    (
+        ["--import", "tests.user_code", "--env", "WrongObs-v0"],
+        "reset must return obs float32[1, 5] (its spec, num_envs 1), got float32[1, 4]",
+    ),
+    (["--import", "tests.user_code", "--callback", "os:getcwd"], "on_chunk must take one argument"),
+    (
+        ["--import", "tests.user_code", "--agent", "not_an_agent"],
+        "must return a jaxrl.types.Agent(init, act, update), got dict",
+    ),
+    (
+        ["--import", "tests.user_code", "--agent", "wrong_actions"],
+        "act must return actions int32[1] for 1 envs, got float32[1, 2]",
+    ),
+    # issue 55: silent no-ops
+    (
+        ["--agent.epsilon_decay", "0.99", "--agent.epsilon_schedule", "linear"],
+        "the 'linear' schedule does not read it",
+    ),
     (["--watchdog", "-1"], "--watchdog must be >= 0"),
 ]
 
@@ -113,6 +162,8 @@ def test_bad_train_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys,
     logdir = [] if "--logdir" in argv else ["--logdir", str(tmp_path / "runs")]
     steps = [] if "--steps" in argv else ["--steps", "512"]  # should a case ever run
     assert main([*argv, *logdir, *steps]) == 2
+    if "tests.user_code" in sys.modules:  # what a case's --import registered
+        sys.modules["tests.user_code"].forget()
     one_line_error(capsys, fragment.replace("{tmp}", str(tmp_path)))
     assert files(tmp_path) == before
 
@@ -488,8 +539,24 @@ def test_watchdog_ends_a_stalled_chunk_with_one_line_and_the_stacks(tmp_path, ca
         ("rainbow", {"std_init": 0.1, "atoms": 21}, {"sigma0": 0.1, "num_atoms": 21}),
         ("sac", {"target_q_tau": 0.01, "t_entropy": -2.0}, {"tau": 0.01, "target_entropy": -2.0}),
         ("ppo", {"discount": 0.95}, {"gamma": 0.95}),
+        # SB3 and CleanRL, per agent family
+        ("dqn", {"learning_rate": 1e-3, "n_steps": 3}, {"lr": 1e-3, "n_step": 3}),
+        ("dqn", {"target_update_interval": 100, "gradient_steps": 2},
+         {"target_update_period": 100, "updates_per_rollout": 2}),
+        ("dqn", {"exploration_initial_eps": 0.9, "exploration_final_eps": 0.02},
+         {"epsilon_start": 0.9, "epsilon_end": 0.02}),
+        ("ppo", {"learning_rate": 1e-3, "ent_coef": 0.02, "clip_range": 0.1, "n_epochs": 3},
+         {"lr": 1e-3, "entropy_weight": 0.02, "surrogate_loss_clip": 0.1, "update_epochs": 3}),
+        ("ppo", {"clip_coef": 0.3, "norm_adv": False},
+         {"surrogate_loss_clip": 0.3, "normalize_advantage": False}),
+        ("sac", {"policy_lr": 1e-3, "autotune": False, "n_steps": 2, "update_rate": 0.01},
+         {"actor_lr": 1e-3, "autotune_alpha": False, "n_step": 2, "tau": 0.01}),
+        ("td3", {"policy_frequency": 3, "target_policy_noise": 0.1, "q_lr": 1e-3},
+         {"policy_delay": 3, "policy_noise": 0.1, "critic_lr": 1e-3}),
+        ("dqn", {"replay_size": 500, "gradient_max": 5.0},
+         {"buffer_size": 500, "max_grad_norm": 5.0}),
     ],
-)
+)  # fmt: skip
 def test_option_names_from_other_libraries_are_aliases(agent, given, saved):
     from jaxrl.agents import resolve_config
 
@@ -504,6 +571,13 @@ def test_option_names_from_other_libraries_are_aliases(agent, given, saved):
         ("dqn", {"target_net_update_fraction": 0.5}, "weighs the other network"),
         ("ppo", {"entropy_weight": -0.01}, "machin's 'entropy_weight' has the opposite sign"),
         ("dqn", {"gamma": 0.9, "discount_rate": 0.9}, "name the same option"),
+        ("sac", {"ent_coef": 0.1}, "SB3's SAC ent_coef is the temperature"),
+        ("sac", {"target_update_interval": 2}, "average the targets with tau every"),
+        ("sac", {"q_lr": 1e-3}, "give --agent.critic_lr and --agent.alpha_lr"),
+        ("dqn", {"update_rate": 0.01}, "give both"),
+        ("ppo", {"clip_range_vf": 0.2}, "the error of the clipped value alone"),
+        ("dqn", {"exploration_fraction": 0.1}, "is converted with the run's --steps"),
+        ("dqn", {"train_freq": 4}, "give --run.rollout_len"),
     ],
 )
 def test_option_names_that_mean_something_else_are_refused(agent, given, fragment):

@@ -26,8 +26,8 @@ Optimizers (optax's defaults unless set):
 * ``sgd``: the gradient, with ``momentum`` (heavy ball, ``optax.trace``) when > 0.
 
 ``grad_clip`` clips each gradient element to ``[-grad_clip, grad_clip]`` before the
-optimizer (``optax.clip``: RLHive's ``grad_clip``, machin's ``gradient_max``), after an
-agent's global-norm clip (``max_grad_norm``) where it has one.
+optimizer (``optax.clip``: RLHive's ``grad_clip``), after an agent's global-norm clip
+(``max_grad_norm``, machin's ``gradient_max``) where it has one.
 
 Learning-rate schedules over the agent's env-step counter (``lr_decay_steps`` and
 ``lr_boundaries`` count env steps):
@@ -71,7 +71,7 @@ class OptimizerOptions(Options):
       optimizer: ``"adam"``, ``"adamw"``, ``"radam"``, ``"rmsprop"`` or ``"sgd"``, with
         optax's defaults unless set below.
       grad_clip: clip each gradient element to [-grad_clip, grad_clip] before the
-        optimizer (RLHive's grad_clip, machin's gradient_max); None: no clip.
+        optimizer (RLHive's grad_clip); None: no clip.
       adam_eps: Adam's epsilon (optax's 1e-8), also RAdam's and AdamW's.
       weight_decay: AdamW's decoupled weight decay (optax's 1e-4).
       momentum: RMSProp's and SGD's momentum; 0 for none.

@@ -36,8 +36,9 @@ class MDQNConfig(DopamineConfig):
       l_0: lower clip of ``tau log pi(a|s)`` (paper: -1).
       loss: ``"huber"`` (Dopamine's DQN loss) or ``"mse"``.
 
-    The other defaults are Dopamine's (``DopamineConfig``). ``m_alpha``, ``m_tau`` and ``l_0`` are static options (a sweep over them is one job per
-    value), like IQN's sample sizes and ``kappa``.
+    The other defaults are Dopamine's (``DopamineConfig``). ``m_alpha``, ``m_tau`` and
+    ``l_0`` are static options (a sweep over them is one job per value), like IQN's sample
+    sizes and ``kappa``.
     """
 
     m_alpha: float = option(0.9, ge=0)

@@ -37,8 +37,8 @@ class QRDQNConfig(DopamineConfig):
       n_step: length of the multi-step target (Dopamine's ``update_horizon``: 3).
 
     The other defaults are Dopamine's (``DopamineConfig``; Adam's 3.125e-4 = 0.01 / 32 is
-    Dabney et al. 2018a's). Dopamine's QR-DQN gin samples from its prioritized replay; this agent samples
-    uniformly, as Dabney et al. (2018a) and Dopamine's IQN do.
+    Dabney et al. 2018a's). Dopamine's QR-DQN gin samples from its prioritized replay;
+    this agent samples uniformly, as Dabney et al. (2018a) and Dopamine's IQN do.
     """
 
     num_quantiles: int = option(200, ge=1)
