@@ -101,12 +101,10 @@ class SACConfig(OffPolicyConfig):
       exploration_noise: noise added to actions while exploring ("none": the stochastic
         policy explores by itself).
       log_std_min, log_std_max: clip of the actor's log-std (-20, 2).
-      max_alpha: the largest temperature: ``log_alpha`` is clipped to ``log(max_alpha)``
-        after each update and where it is read (Emote's ``max_alpha``, 0.2 there); None:
-        no bound.
-      terminal_masking: the target's bootstrap is cut where an episode terminated
-        (Emote's ``use_terminal_masking``; its default is off); False bootstraps through
-        terminations too, for one-step targets (``n_step`` 1).
+      max_alpha: the largest tuned temperature (Emote's ``max_alpha``, 0.2); None: none.
+        ``log_alpha`` is clipped to ``log(max_alpha)`` where read and after each update.
+      terminal_masking: cut the target's bootstrap where an episode terminated (Emote's
+        ``use_terminal_masking``). Emote's default is off; off needs ``n_step`` 1.
     """
 
     num_critics: int = option(2, ge=1)
