@@ -88,6 +88,45 @@ item weighs at least the smallest normal float32 (~1.2e-38, so that "weight > 0"
 means "valid" when ``eps = 0`` and a priority is 0: such an item is practically never
 drawn, but stays in the count of valid items).
 
+The buffer's functions
+----------------------
+``make_compact_replay`` returns a ``ReplayBuffer`` (:mod:`jaxrl.buffers.base`):
+
+
+* ``init(example=None)``: allocates zeroed storage, an all-zero tree, ``position =
+  size = num_items = 0``, ``max_priority = 1``. ``example`` (a ``Transition`` of one
+  step, leaves ``[N, ...]``, arrays or ``ShapeDtypeStruct``s) is optional; if given,
+  its ``obs`` and ``action`` shapes are checked against the declared ones.
+* ``add(state, rollout, priority=None)``: ``rollout`` is a ``Transition`` with leaves
+  ``[T, N, ...]``, static ``1 <= T <= L``; stores ``obs`` (its newest frame), ``action``,
+  ``reward``, ``terminated``, ``truncated`` and the declared extras at rows
+  ``(position + t) mod L`` (cast to the stored dtypes), ignores ``next_obs``,
+  advances ``position``/``size`` as :func:`jaxrl.buffers.replay.make_uniform_replay`
+  does, and re-evaluates validity and weights of the affected items only. Rows
+  must be added in the order the environment produced them.
+* ``sample(state, key)``: ``B`` items drawn with probability proportional to their
+  weight (stratified, :func:`jaxrl.buffers.sum_tree.sample`), gathered as below.
+  Only meaningful when ``can_sample(state)``; otherwise it returns zeros/garbage
+  rather than failing.
+* ``can_sample(state)``: ``num_items(state) > 0``.
+* ``update_priorities(state, indices, priorities, priority=None)``: prioritized
+  mode: weight ``(|p| + eps) ** alpha`` for the items ``indices`` (``[K]``, as in
+  ``ReplaySample.indices``) that are valid now; invalid items keep weight 0; with
+  duplicates the last one wins; ``max_priority`` grows to the largest ``|p| + eps``
+  applied. Uniform mode: returns ``state`` unchanged. Call it before the next
+  ``add`` (which may overwrite the sampled items).
+* ``num_items(state)``: int32, the number of valid items.
+* ``gather(state, time_index, env_index)``: ``Transition`` with leaves ``[B, n,
+  ...]``; for ``j < n``, entry ``j`` is the step stored at row ``r_j = (t + j) mod
+  L``: ``obs`` is the stack of rows ``r_j - S + 1 .. r_j`` (padded before the
+  episode start), ``action``, ``reward``, ``terminated``, ``truncated``, ``extras``
+  are stored values, and ``next_obs`` is the stack of rows ``r_j - S + 2 ..
+  r_j + 1`` (padded before that row's episode start), except that it is all zeros
+  when step ``j`` ended an episode (the true final observation is not stored).
+  Steps after an episode end within the window belong to the next episode (cut
+  them with the flags, e.g. :func:`jaxrl.ops.n_step_bootstrap`). Meaningful for
+  valid items; for others it returns whatever the slots hold.
+
 Cost
 ----
 ``add`` of ``T`` rows writes ``T N`` entries and re-evaluates validity for the
@@ -256,43 +295,9 @@ def make_compact_replay(
         :mod:`jaxrl.buffers.sum_tree`).
 
     Returns:
-      A ``ReplayBuffer`` (:mod:`jaxrl.buffers.base`); ``priority`` is a
-      ``PriorityParams(alpha, eps)``, needed in prioritized mode:
-
-      * ``init(example=None)``: allocates zeroed storage, an all-zero tree, ``position =
-        size = num_items = 0``, ``max_priority = 1``. ``example`` (a ``Transition`` of one
-        step, leaves ``[N, ...]``, arrays or ``ShapeDtypeStruct``s) is optional; if given,
-        its ``obs`` and ``action`` shapes are checked against the declared ones.
-      * ``add(state, rollout, priority=None)``: ``rollout`` is a ``Transition`` with leaves ``[T, N,
-        ...]``, static ``1 <= T <= L``; stores ``obs`` (its newest frame), ``action``,
-        ``reward``, ``terminated``, ``truncated`` and the declared extras at rows
-        ``(position + t) mod L`` (cast to the stored dtypes), ignores ``next_obs``,
-        advances ``position``/``size`` as :func:`jaxrl.buffers.replay.make_uniform_replay`
-        does, and re-evaluates validity and weights of the affected items only. Rows
-        must be added in the order the environment produced them.
-      * ``sample(state, key)``: ``B`` items drawn with probability proportional to their
-        weight (stratified, :func:`jaxrl.buffers.sum_tree.sample`), gathered as below.
-        Only meaningful when ``can_sample(state)``; otherwise it returns zeros/garbage
-        rather than failing.
-      * ``can_sample(state)``: ``num_items(state) > 0``.
-      * ``update_priorities(state, indices, priorities, priority=None)``: prioritized
-        mode: weight
-        ``(|p| + eps) ** alpha`` for the items ``indices`` (``[K]``, as in
-        ``ReplaySample.indices``) that are valid now; invalid items keep weight 0; with
-        duplicates the last one wins; ``max_priority`` grows to the largest ``|p| + eps``
-        applied. Uniform mode: returns ``state`` unchanged. Call it before the next
-        ``add`` (which may overwrite the sampled items).
-      * ``num_items(state)``: int32, the number of valid items.
-      * ``gather(state, time_index, env_index)``: ``Transition`` with leaves ``[B, n,
-        ...]``; for ``j < n``, entry ``j`` is the step stored at row ``r_j = (t + j) mod
-        L``: ``obs`` is the stack of rows ``r_j - S + 1 .. r_j`` (padded before the
-        episode start), ``action``, ``reward``, ``terminated``, ``truncated``, ``extras``
-        are stored values, and ``next_obs`` is the stack of rows ``r_j - S + 2 ..
-        r_j + 1`` (padded before that row's episode start), except that it is all zeros
-        when step ``j`` ended an episode (the true final observation is not stored).
-        Steps after an episode end within the window belong to the next episode (cut
-        them with the flags, e.g. :func:`jaxrl.ops.n_step_bootstrap`). Meaningful for
-        valid items; for others it returns whatever the slots hold.
+      A ``ReplayBuffer`` (:mod:`jaxrl.buffers.base`) whose functions the module
+      docstring describes (*The buffer's functions*); ``priority`` is a
+      ``PriorityParams(alpha, eps)``, needed in prioritized mode.
 
     Raises:
       ValueError: on bad arguments (one line naming the argument); from ``init``/``add``

@@ -141,12 +141,8 @@ def make_prioritized_replay(
     """Build a prioritized replay buffer storing windows of ``window`` consecutive steps.
 
     Args:
-      capacity: total number of transitions kept; rounded down to a multiple of
-        ``num_envs`` (``L = capacity // num_envs`` rows).
-      num_envs: ``N``, the number of environments in each added step.
-      batch_size: ``B``, the number of windows per ``sample``.
-      window: the number of consecutive steps per sampled window (``n`` for n-step
-        returns; 1 for plain one-step transitions).
+      capacity, num_envs, batch_size, window: as :func:`jaxrl.buffers.replay.make_uniform_replay`
+        (``L = capacity // num_envs`` rows of ``N = num_envs`` envs, ``B = batch_size``).
       branching: the sum tree's branching factor (a power of two; see
         :mod:`jaxrl.buffers.sum_tree`).
 

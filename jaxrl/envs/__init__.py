@@ -258,36 +258,35 @@ def make(name: str, num_envs: int = 1, **kwargs: Any) -> Env | gymnasium.HostEnv
     return env
 
 
-register(
-    "CartPole-v1",
-    classic.cartpole,
-    "Balance a pole on a moving cart: Discrete(2), obs [4], 500 steps (Gymnasium dynamics).",
-    aliases=("CartPole",),
-)
-register(
-    "Acrobot-v1",
-    classic.acrobot,
-    "Swing a two-link arm above a line: Discrete(3), obs [6], 500 steps (Gymnasium dynamics).",
-    aliases=("Acrobot",),
-)
-register(
-    "MountainCar-v0",
-    classic.mountain_car,
-    "Drive an underpowered car up a hill: Discrete(3), obs [2], 200 steps (Gymnasium).",
-    aliases=("MountainCar",),
-)
-register(
-    "MountainCarContinuous-v0",
-    classic.mountain_car_continuous,
-    "Mountain car with a continuous force: Box(1,) in [-1, 1], obs [2], 999 steps (Gymnasium).",
-    aliases=("MountainCarContinuous",),
-)
-register(
-    "Pendulum-v1",
-    classic.pendulum,
-    "Swing up and hold a pendulum: Box(1,) in [-2, 2], obs [3], 200 steps (Gymnasium).",
-    aliases=("Pendulum",),
-)
+# Classic control (envs/classic.py), each with its Gymnasium id's name as an alias.
+for _name, _factory, _what in (
+    (
+        "CartPole-v1",
+        classic.cartpole,
+        "Balance a pole on a moving cart: Discrete(2), obs [4], 500 steps (Gymnasium dynamics).",
+    ),
+    (
+        "Acrobot-v1",
+        classic.acrobot,
+        "Swing a two-link arm above a line: Discrete(3), obs [6], 500 steps (Gymnasium dynamics).",
+    ),
+    (
+        "MountainCar-v0",
+        classic.mountain_car,
+        "Drive an underpowered car up a hill: Discrete(3), obs [2], 200 steps (Gymnasium).",
+    ),
+    (
+        "MountainCarContinuous-v0",
+        classic.mountain_car_continuous,
+        "Mountain car with a continuous force: Box(1,) in [-1, 1], obs [2], 999 steps (Gymnasium).",
+    ),
+    (
+        "Pendulum-v1",
+        classic.pendulum,
+        "Swing up and hold a pendulum: Box(1,) in [-2, 2], obs [3], 200 steps (Gymnasium).",
+    ),
+):
+    register(_name, _factory, _what, aliases=(_name.partition("-")[0],))
 register(
     "FrozenLake-v1",
     "jaxrl.envs.gridworld:frozen_lake",

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -197,82 +198,127 @@ def make_atari(
     if game not in GAMES:
         raise ConfigError(f"unknown Atari game {game!r}; valid: {', '.join(GAMES)}")
     num_envs = check_int("num_envs", num_envs)
-    for what, value, minimum in (
-        ("img_height", img_height, 1),
-        ("img_width", img_width, 1),
-        ("frameskip", frameskip, 1),
-        ("stack_num", stack_num, 1),
-        ("noop_max", noop_max, 0),
-        ("max_num_frames_per_episode", max_num_frames_per_episode, 1),
-        ("num_threads", num_threads, 0),
-    ):
-        check_int(f"{name} option '{what}'", value, minimum)
-    for what, value in (
-        ("maxpool", maxpool),
-        ("episodic_life", episodic_life),
-        ("reward_clipping", reward_clipping),
-        ("use_fire_reset", use_fire_reset),
-        ("full_action_space", full_action_space),
-    ):
-        _check_bool(f"{name} option '{what}'", value)
-    repeat_action_probability = _check_float(
-        f"{name} option 'repeat_action_probability'", repeat_action_probability, 0.0, 1.0
-    )
+    options = _checked_options(name, dict(locals()))
     if backend not in BACKENDS:
         raise ConfigError(
             f"unknown env.backend {backend!r} for {name}; valid: {', '.join(BACKENDS)}"
         )
-    if backend == "envpool":
-        from jaxrl.envs import atari_envpool
-
-        task = atari_envpool.task_id(game, game_name(game))
-        options = dict(locals())
-
-        def build(count: int) -> tuple[Any, _Game]:
-            """envpool's vector env of ``count`` emulators and its ``_Game``."""
-            pool = atari_envpool.Pool(task, count, options)
-            calls = atari_envpool.calls(pool, _no_vmap(name))
-            return pool, _Game(name, count, stack_num, episodic_life, reward_clipping, *calls, True)
-
-    else:
-        try:
-            from ale_py import AtariVectorEnv
-        except ImportError:
-            raise ConfigError(f"env {name!r} needs ale-py: pip install 'jaxrl[atari]'") from None
-
-        def build(count: int) -> tuple[Any, _Game]:
-            """ale-py's vector env of ``count`` emulators and its ``_Game``."""
-            vec = AtariVectorEnv(
-                game,
-                count,
-                num_threads=num_threads,
-                max_num_frames_per_episode=max_num_frames_per_episode,
-                repeat_action_probability=repeat_action_probability,
-                full_action_space=full_action_space,
-                img_height=img_height,
-                img_width=img_width,
-                grayscale=True,
-                stack_num=stack_num,
-                frameskip=frameskip,
-                maxpool=maxpool,
-                noop_max=noop_max,
-                episodic_life=False,  # done here from `lives`, without resetting the game
-                reward_clipping=False,  # done here, so that the raw score can be logged
-                use_fire_reset=use_fire_reset,
-            )
-            calls = _ale_calls(vec, name)
-            return vec, _Game(name, count, stack_num, episodic_life, reward_clipping, *calls)
-
+    make_build = _envpool_build if backend == "envpool" else _ale_py_build
     return _env(
         name,
         num_envs,
-        build,
+        make_build(game, name, options),
         img_height,
         img_width,
         stack_num,
         frameskip,
         max_num_frames_per_episode,
     )
+
+
+def _checked_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``make_atari``'s keyword ``options`` (by ale-py's names) checked (a ``ConfigError``
+    naming a bad one), with ``repeat_action_probability`` as a float."""
+    for what, minimum in (
+        ("img_height", 1),
+        ("img_width", 1),
+        ("frameskip", 1),
+        ("stack_num", 1),
+        ("noop_max", 0),
+        ("max_num_frames_per_episode", 1),
+        ("num_threads", 0),
+    ):
+        check_int(f"{name} option '{what}'", options[what], minimum)
+    for what in (
+        "maxpool",
+        "episodic_life",
+        "reward_clipping",
+        "use_fire_reset",
+        "full_action_space",
+    ):
+        _check_bool(f"{name} option '{what}'", options[what])
+    what = "repeat_action_probability"
+    options[what] = _check_float(f"{name} option '{what}'", options[what], 0.0, 1.0)
+    return options
+
+
+def _envpool_build(
+    game: str, name: str, options: dict[str, Any]
+) -> Callable[[int], tuple[Any, _Game]]:
+    """``build(count)``: envpool's vector env of ``count`` emulators and its ``_Game``."""
+    from jaxrl.envs import atari_envpool
+
+    task = atari_envpool.task_id(game, game_name(game))
+
+    def build(count: int) -> tuple[Any, _Game]:
+        pool = atari_envpool.Pool(task, count, options)
+        calls = atari_envpool.calls(pool, _no_vmap(name))
+        return pool, _game_of(name, count, options, calls, pad_stack=True)
+
+    return build
+
+
+def _ale_py_build(
+    game: str, name: str, options: dict[str, Any]
+) -> Callable[[int], tuple[Any, _Game]]:
+    """``build(count)``: ale-py's vector env of ``count`` emulators and its ``_Game``."""
+    try:
+        from ale_py import AtariVectorEnv
+    except ImportError:
+        raise ConfigError(f"env {name!r} needs ale-py: pip install 'jaxrl[atari]'") from None
+    ale_options = {k: options[k] for k in _ALE_PY_OPTIONS}
+
+    def build(count: int) -> tuple[Any, _Game]:
+        vec = AtariVectorEnv(
+            game,
+            count,
+            **ale_options,
+            grayscale=True,
+            episodic_life=False,  # done here from `lives`, without resetting the game
+            reward_clipping=False,  # done here, so that the raw score can be logged
+        )
+        return vec, _game_of(name, count, options, _ale_calls(vec, name))
+
+    return build
+
+
+def _game_of(
+    name: str,
+    count: int,
+    options: dict[str, Any],
+    calls: tuple[ArrayLike, Any, Any],
+    pad_stack: bool = False,
+) -> _Game:
+    """The ``_Game`` of ``count`` emulators with ``make_atari``'s ``options`` and the
+    foreign ``calls`` ``(initial_handle, ale_reset, ale_step)``."""
+    initial_handle, ale_reset, ale_step = calls
+    return _Game(
+        name,
+        count,
+        options["stack_num"],
+        options["episodic_life"],
+        options["reward_clipping"],
+        initial_handle,
+        ale_reset,
+        ale_step,
+        pad_stack,
+    )
+
+
+# make_atari's options passed to ale-py's AtariVectorEnv as they are.
+_ALE_PY_OPTIONS = (
+    "num_threads",
+    "max_num_frames_per_episode",
+    "repeat_action_probability",
+    "full_action_space",
+    "img_height",
+    "img_width",
+    "stack_num",
+    "frameskip",
+    "maxpool",
+    "noop_max",
+    "use_fire_reset",
+)
 
 
 def _env(name, num_envs, build, img_height, img_width, stack_num, frameskip, max_frames) -> Env:

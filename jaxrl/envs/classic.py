@@ -20,7 +20,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from jaxrl.envs.core import make_vector_env
+from jaxrl.envs.core import ResetFn, StepFn, make_vector_env
 from jaxrl.types import Array, Box, Discrete, Env, PRNGKey
 
 PI = math.pi
@@ -259,71 +259,76 @@ def pendulum_step(state: Array, action: Array, key: PRNGKey) -> tuple[Array, Arr
 
 
 # ----------------------------------------------------------------------------- factories
-def cartpole(num_envs: int = 1, *, max_episode_steps: int = 500) -> Env:
-    """CartPole-v1: ``Discrete(2)`` (push left/right), obs ``[4]``, 500 steps."""
+def _control_env(
+    name: str,
+    obs_size: int,
+    action_space: Discrete | Box,
+    reset_fn: ResetFn,
+    step_fn: StepFn,
+    num_envs: int,
+    max_episode_steps: int,
+) -> Env:
+    """The vectorized env of a control core with float32 observations ``[obs_size]``."""
     return make_vector_env(
-        name="CartPole-v1",
-        obs_shape=(4,),
+        name=name,
+        obs_shape=(obs_size,),
         obs_dtype="float32",
-        action_space=Discrete(2),
+        action_space=action_space,
         max_episode_steps=max_episode_steps,
         num_envs=num_envs,
-        reset_fn=cartpole_reset,
-        step_fn=cartpole_step,
+        reset_fn=reset_fn,
+        step_fn=step_fn,
+    )
+
+
+def cartpole(num_envs: int = 1, *, max_episode_steps: int = 500) -> Env:
+    """CartPole-v1: ``Discrete(2)`` (push left/right), obs ``[4]``, 500 steps."""
+    return _control_env(
+        "CartPole-v1", 4, Discrete(2), cartpole_reset, cartpole_step, num_envs, max_episode_steps
     )
 
 
 def acrobot(num_envs: int = 1, *, max_episode_steps: int = 500) -> Env:
     """Acrobot-v1: ``Discrete(3)`` (torque -1/0/+1), obs ``[6]``, 500 steps."""
-    return make_vector_env(
-        name="Acrobot-v1",
-        obs_shape=(6,),
-        obs_dtype="float32",
-        action_space=Discrete(3),
-        max_episode_steps=max_episode_steps,
-        num_envs=num_envs,
-        reset_fn=acrobot_reset,
-        step_fn=acrobot_step,
+    return _control_env(
+        "Acrobot-v1", 6, Discrete(3), acrobot_reset, acrobot_step, num_envs, max_episode_steps
     )
 
 
 def mountain_car(num_envs: int = 1, *, max_episode_steps: int = 200) -> Env:
     """MountainCar-v0: ``Discrete(3)`` (push left/none/right), obs ``[2]``, 200 steps."""
-    return make_vector_env(
-        name="MountainCar-v0",
-        obs_shape=(2,),
-        obs_dtype="float32",
-        action_space=Discrete(3),
-        max_episode_steps=max_episode_steps,
-        num_envs=num_envs,
-        reset_fn=mountain_car_reset,
-        step_fn=mountain_car_step,
+    return _control_env(
+        "MountainCar-v0",
+        2,
+        Discrete(3),
+        mountain_car_reset,
+        mountain_car_step,
+        num_envs,
+        max_episode_steps,
     )
 
 
 def mountain_car_continuous(num_envs: int = 1, *, max_episode_steps: int = 999) -> Env:
     """MountainCarContinuous-v0: ``Box(1,)`` force in ``[-1, 1]``, obs ``[2]``, 999 steps."""
-    return make_vector_env(
-        name="MountainCarContinuous-v0",
-        obs_shape=(2,),
-        obs_dtype="float32",
-        action_space=Box((1,), (_MCC_MIN_ACTION,), (_MCC_MAX_ACTION,)),
-        max_episode_steps=max_episode_steps,
-        num_envs=num_envs,
-        reset_fn=mountain_car_reset,
-        step_fn=mountain_car_continuous_step,
+    return _control_env(
+        "MountainCarContinuous-v0",
+        2,
+        Box((1,), (_MCC_MIN_ACTION,), (_MCC_MAX_ACTION,)),
+        mountain_car_reset,
+        mountain_car_continuous_step,
+        num_envs,
+        max_episode_steps,
     )
 
 
 def pendulum(num_envs: int = 1, *, max_episode_steps: int = 200) -> Env:
     """Pendulum-v1: ``Box(1,)`` torque in ``[-2, 2]``, obs ``[cos, sin, thdot]``, 200 steps."""
-    return make_vector_env(
-        name="Pendulum-v1",
-        obs_shape=(3,),
-        obs_dtype="float32",
-        action_space=Box((1,), (-_PD_MAX_TORQUE,), (_PD_MAX_TORQUE,)),
-        max_episode_steps=max_episode_steps,
-        num_envs=num_envs,
-        reset_fn=pendulum_reset,
-        step_fn=pendulum_step,
+    return _control_env(
+        "Pendulum-v1",
+        3,
+        Box((1,), (-_PD_MAX_TORQUE,), (_PD_MAX_TORQUE,)),
+        pendulum_reset,
+        pendulum_step,
+        num_envs,
+        max_episode_steps,
     )

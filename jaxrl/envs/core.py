@@ -55,6 +55,33 @@ def where_done(done: Array, new: Any, old: Any) -> Any:
     )
 
 
+def fresh_episodes(num_envs: int, num_players: int = 0) -> tuple[Array, Array, Array]:
+    """``(episode_return, episode_length, false)`` of episodes just begun: float32 zeros
+    ``[N]`` (``[N, P]`` per player with ``num_players``), int32 zeros ``[N]`` and bool
+    False ``[N]`` (also the reward and flags of a reset)."""
+    returns_shape = (num_envs, num_players) if num_players else (num_envs,)
+    return (
+        jnp.zeros(returns_shape, jnp.float32),
+        jnp.zeros((num_envs,), jnp.int32),
+        jnp.zeros((num_envs,), bool),
+    )
+
+
+def close_episodes(
+    done: Array, episode_return: Array, episode_length: Array
+) -> tuple[dict[str, Array], Array, Array]:
+    """``(stats, episode_return, episode_length)`` after a step: ``stats`` the
+    ``TimeStep.info`` entries ``episode_return`` and ``episode_length`` (the running
+    ``[N, ...]`` return and ``[N]`` length where ``done`` ``[N]``, 0 elsewhere), and both
+    running statistics restarted at 0 where ``done``."""
+    ended = done.reshape(done.shape + (1,) * (episode_return.ndim - done.ndim))
+    stats = {
+        "episode_return": jnp.where(ended, episode_return, 0.0),
+        "episode_length": jnp.where(done, episode_length, 0),
+    }
+    return stats, jnp.where(ended, 0.0, episode_return), jnp.where(done, 0, episode_length)
+
+
 def make_vector_env(
     *,
     name: str,
@@ -116,12 +143,10 @@ def make_vector_env(
     def reset(key: PRNGKey) -> tuple[VectorEnvState, TimeStep]:
         core, obs = v_reset(jax.random.split(key, num_envs))
         obs = cast(obs)
-        zeros_f = jnp.zeros((num_envs,), jnp.float32)
-        zeros_i = jnp.zeros((num_envs,), jnp.int32)
-        false = jnp.zeros((num_envs,), bool)
-        info = {"final_obs": obs, "episode_return": zeros_f, "episode_length": zeros_i}
-        state = VectorEnvState(core, zeros_f, zeros_i)
-        return state, TimeStep(obs, zeros_f, false, false, info)
+        returns, lengths, false = fresh_episodes(num_envs)
+        info = {"final_obs": obs, "episode_return": returns, "episode_length": lengths}
+        state = VectorEnvState(core, returns, lengths)
+        return state, TimeStep(obs, returns, false, false, info)
 
     def step(state: VectorEnvState, action: Array, key: PRNGKey) -> tuple[VectorEnvState, TimeStep]:
         if jnp.shape(action) != action_shape:
@@ -141,14 +166,9 @@ def make_vector_env(
         reset_core, reset_obs = v_reset(keys[num_envs:])
         core = where_done(done, reset_core, core)
         next_obs = where_done(done, cast(reset_obs), obs)
-        info = {
-            "final_obs": obs,
-            "episode_return": jnp.where(done, ep_return, 0.0),
-            "episode_length": jnp.where(done, ep_length, 0),
-        }
-        new_state = VectorEnvState(
-            core, jnp.where(done, 0.0, ep_return), jnp.where(done, 0, ep_length)
-        )
+        stats, ep_return, ep_length = close_episodes(done, ep_return, ep_length)
+        info = {"final_obs": obs, **stats}
+        new_state = VectorEnvState(core, ep_return, ep_length)
         return new_state, TimeStep(next_obs, reward, terminated, truncated, info)
 
     return Env(spec=spec, reset=reset, step=step)

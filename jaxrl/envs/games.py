@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxrl.envs.core import where_done
+from jaxrl.envs.core import close_episodes, fresh_episodes, where_done
 from jaxrl.types import (
     ACTION_MASK,
     OBS,
@@ -108,9 +108,7 @@ def make_game_env(game: Game, num_envs: int) -> Env:
     def reset(key: PRNGKey) -> tuple[GameEnvState, TimeStep]:
         core = v_init(jax.random.split(key, num_envs))
         obs = observe(core)
-        returns = jnp.zeros((num_envs, NUM_PLAYERS), jnp.float32)
-        lengths = jnp.zeros((num_envs,), jnp.int32)
-        false = jnp.zeros((num_envs,), bool)
+        returns, lengths, false = fresh_episodes(num_envs, NUM_PLAYERS)
         info = {
             "final_obs": obs,
             "episode_return": returns,
@@ -132,15 +130,10 @@ def make_game_env(game: Game, num_envs: int) -> Env:
         done = terminated | truncated
         final_obs = observe(core)
         core = where_done(done, v_init(keys[num_envs:]), core)
-        info = {
-            "final_obs": final_obs,
-            "episode_return": jnp.where(done[:, None], ep_return, 0.0),
-            "episode_length": jnp.where(done, ep_length, 0),
-            "current_player": core.current_player.astype(jnp.int32),
-        }
-        new_state = GameEnvState(
-            core, jnp.where(done[:, None], 0.0, ep_return), jnp.where(done, 0, ep_length)
-        )
+        stats, ep_return, ep_length = close_episodes(done, ep_return, ep_length)
+        player = core.current_player.astype(jnp.int32)
+        info = {"final_obs": final_obs, **stats, "current_player": player}
+        new_state = GameEnvState(core, ep_return, ep_length)
         return new_state, TimeStep(observe(core), reward, terminated, truncated, info)
 
     return Env(spec=spec, reset=reset, step=step)

@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import io
 import sys
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
+from jaxrl.envs.core import close_episodes, fresh_episodes, where_done
 from jaxrl.types import (
     ACTION_MASK,
     OBS,
@@ -115,9 +117,7 @@ def make_mpe(
     def reset(key: PRNGKey) -> tuple[MPEState, TimeStep]:
         obs, core = v_reset(jax.random.split(key, N))
         obs = _stack(obs, agents)
-        returns = jnp.zeros((N, P), jnp.float32)
-        lengths = jnp.zeros((N,), jnp.int32)
-        false = jnp.zeros((N,), bool)
+        returns, lengths, false = fresh_episodes(N, P)
         info = {"final_obs": obs, "episode_return": returns, "episode_length": lengths}
         return MPEState(core, returns, lengths), TimeStep(obs, returns, false, false, info)
 
@@ -133,18 +133,12 @@ def make_mpe(
         terminated = dones["__all__"] & ~truncated  # never: JaxMARL ends a step later
         done = terminated | truncated
         reset_obs, reset_core = v_reset(jax.random.split(reset_key, N))
-        where = lambda new, old: jnp.where(done.reshape(-1, *([1] * (new.ndim - 1))), new, old)
-        core = jax.tree.map(where, reset_core, core)
-        obs = where(_stack(reset_obs, agents), final_obs)
+        core = where_done(done, reset_core, core)
+        obs = where_done(done, _stack(reset_obs, agents), final_obs)
         ep_return = state.episode_return + reward
-        info = {
-            "final_obs": final_obs,
-            "episode_return": jnp.where(done[:, None], ep_return, 0.0),
-            "episode_length": jnp.where(done, ep_length, 0),
-        }
-        new_state = MPEState(
-            core, jnp.where(done[:, None], 0.0, ep_return), jnp.where(done, 0, ep_length)
-        )
+        stats, ep_return, ep_length = close_episodes(done, ep_return, ep_length)
+        info = {"final_obs": final_obs, **stats}
+        new_state = MPEState(core, ep_return, ep_length)
         return new_state, TimeStep(obs, reward, terminated, truncated, info)
 
     env = Env(spec=spec, reset=reset, step=step)
@@ -177,15 +171,8 @@ def players_as_envs(env: Env) -> Env:
         obs = jax.tree.map(flat, ts.obs)
         return TimeStep(obs, flat(ts.reward), each(ts.terminated), each(ts.truncated), info)
 
-    def reset(key: PRNGKey) -> tuple[Any, TimeStep]:
-        state, ts = env.reset(key)
-        return state, view(ts)
-
-    def step(state: Any, action: Array, key: PRNGKey) -> tuple[Any, TimeStep]:
-        state, ts = env.step(state, action.reshape(N, P, *action.shape[1:]), key)
-        return state, view(ts)
-
-    return env._replace(spec=flat_spec, reset=reset, step=step)
+    per_game = lambda action: action.reshape(N, P, *action.shape[1:])
+    return viewed(env, view, per_game)._replace(spec=flat_spec)
 
 
 def team_view(env: Env) -> Env:
@@ -197,12 +184,23 @@ def team_view(env: Env) -> Env:
         info = {**ts.info, "episode_return": ts.info["episode_return"].mean(axis=-1)}
         return ts._replace(info=info)
 
+    return viewed(env, view)
+
+
+def viewed(
+    env: Env,
+    view: Callable[[TimeStep], TimeStep],
+    action_view: Callable[[Array], Array] = lambda action: action,
+) -> Env:
+    """``env`` whose time steps are seen through ``view`` and whose actions are passed
+    through ``action_view`` on their way in; its state is ``env``'s."""
+
     def reset(key: PRNGKey) -> tuple[Any, TimeStep]:
         state, ts = env.reset(key)
         return state, view(ts)
 
     def step(state: Any, action: Array, key: PRNGKey) -> tuple[Any, TimeStep]:
-        state, ts = env.step(state, action, key)
+        state, ts = env.step(state, action_view(action), key)
         return state, view(ts)
 
     return env._replace(reset=reset, step=step)
@@ -279,9 +277,7 @@ def hanabi(num_envs: int = 1, num_players: int = 2, max_steps: int = 100) -> Env
     def reset(key: PRNGKey) -> tuple[HanabiState, TimeStep]:
         obs, core = v_reset(jax.random.split(key, N))
         obs, player = observe(obs, core)
-        returns = jnp.zeros((N, P), jnp.float32)
-        lengths = jnp.zeros((N,), jnp.int32)
-        false = jnp.zeros((N,), bool)
+        returns, lengths, false = fresh_episodes(N, P)
         info = {
             "final_obs": obs,
             "episode_return": returns,
@@ -302,20 +298,13 @@ def hanabi(num_envs: int = 1, num_players: int = 2, max_steps: int = 100) -> Env
         truncated = ~terminated & (ep_length >= max_steps)
         done = terminated | truncated
         reset_raw, reset_core = v_reset(jax.random.split(reset_key, N))
-        where = lambda new, old: jnp.where(done.reshape(-1, *([1] * (new.ndim - 1))), new, old)
-        core = jax.tree.map(where, reset_core, core)
-        raw = jax.tree.map(where, reset_raw, raw)
+        core = where_done(done, reset_core, core)
+        raw = where_done(done, reset_raw, raw)
         obs, player = observe(raw, core)
         ep_return = state.episode_return + reward
-        info = {
-            "final_obs": final_obs,
-            "episode_return": jnp.where(done[:, None], ep_return, 0.0),
-            "episode_length": jnp.where(done, ep_length, 0),
-            "current_player": player,
-        }
-        new_state = HanabiState(
-            core, jnp.where(done[:, None], 0.0, ep_return), jnp.where(done, 0, ep_length)
-        )
+        stats, ep_return, ep_length = close_episodes(done, ep_return, ep_length)
+        info = {"final_obs": final_obs, **stats, "current_player": player}
+        new_state = HanabiState(core, ep_return, ep_length)
         return new_state, TimeStep(obs, reward, terminated, truncated, info)
 
     return Env(spec=spec, reset=reset, step=step)

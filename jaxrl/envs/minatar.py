@@ -35,6 +35,7 @@ before issue 20 and of ``benchmarks/bit_identical.py``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Any
 
@@ -220,20 +221,9 @@ def _gymnax(game, num_envs, max_episode_steps, sticky_action_prob, difficulty_ra
     return gymnax.make_minatar(game, num_envs, max_episode_steps)
 
 
-def factory(game: str):
+def factory(game: str) -> functools.partial[Env]:
     """The registry factory of ``game``: ``make_minatar`` with its options."""
-
-    def make(
-        num_envs: int = 1,
-        max_episode_steps: int | None = None,
-        sticky_action_prob: float | None = None,
-        difficulty_ramping: bool | None = None,
-        backend: str = "pgx",
-    ) -> Env:
-        return make_minatar(
-            game, num_envs, max_episode_steps, sticky_action_prob, difficulty_ramping, backend
-        )
-
+    make = functools.partial(make_minatar, game)
     make.__doc__ = f"MinAtar {game.removeprefix('MinAtar-')}: see ``make_minatar``."
     return make
 

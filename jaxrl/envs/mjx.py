@@ -150,6 +150,15 @@ def _mass_centre_x(m: Any, d: Any) -> jax.Array:
 
 _COMMON = dict(forward_reward_weight=1.0, exclude_current_positions_from_observation=True)
 _HEALTHY = dict(healthy_reward=1.0, terminate_when_unhealthy=True, ctrl_cost_weight=1e-3)
+
+
+def _planar_walker(xml: str, healthy_fn: Callable[[Any, dict], jax.Array], **health: Any) -> Task:
+    """A planar walker (Hopper, Walker2d): frame skip 4, the ``health`` ranges beside the
+    common healthy options, reset noise 5e-3, observed with its velocities clipped."""
+    params = dict(_COMMON, **_HEALTHY, **health, reset_noise_scale=5e-3)
+    return Task(xml, 4, params, lambda d, p: _obs_planar(d, p, clip_qvel=True), _qpos_x, healthy_fn)
+
+
 TASKS: dict[str, Task] = {
     "HalfCheetah": Task(
         "half_cheetah.xml",
@@ -160,34 +169,18 @@ TASKS: dict[str, Task] = {
         None,
         gaussian_qvel_noise=True,
     ),
-    "Hopper": Task(
+    "Hopper": _planar_walker(
         "hopper.xml",
-        4,
-        dict(
-            _COMMON,
-            **_HEALTHY,
-            healthy_state_range=(-100.0, 100.0),
-            healthy_z_range=(0.7, INF),
-            healthy_angle_range=(-0.2, 0.2),
-            reset_noise_scale=5e-3,
-        ),
-        lambda d, p: _obs_planar(d, p, clip_qvel=True),
-        _qpos_x,
         _healthy_hopper,
+        healthy_state_range=(-100.0, 100.0),
+        healthy_z_range=(0.7, INF),
+        healthy_angle_range=(-0.2, 0.2),
     ),
-    "Walker2d": Task(
+    "Walker2d": _planar_walker(
         "walker2d_v5.xml",
-        4,
-        dict(
-            _COMMON,
-            **_HEALTHY,
-            healthy_z_range=(0.8, 2.0),
-            healthy_angle_range=(-1.0, 1.0),
-            reset_noise_scale=5e-3,
-        ),
-        lambda d, p: _obs_planar(d, p, clip_qvel=True),
-        _qpos_x,
         _healthy_walker,
+        healthy_z_range=(0.8, 2.0),
+        healthy_angle_range=(-1.0, 1.0),
     ),
     "Ant": Task(
         "ant.xml",

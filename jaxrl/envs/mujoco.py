@@ -31,6 +31,7 @@ JAX, so the same program runs on CPU, GPU and TPU and vmaps over seeds.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -137,12 +138,10 @@ def humanoid(num_envs: int = 1, **kwargs: Any) -> Env:
     return make_env("Humanoid", num_envs, **kwargs)
 
 
-def _brax_factory(task: str):
-    def factory(num_envs: int = 1, **kwargs: Any) -> Env:
-        kwargs.setdefault("backend", "brax")
-        return make_env(task, num_envs, **kwargs)
-
-    factory.__name__ = f"{task.lower()}_brax"
+def _brax_factory(task: str) -> functools.partial[Env]:
+    """``make_env`` of ``task`` on Brax unless a ``backend`` is given."""
+    factory = functools.partial(make_env, task, backend="brax")
+    factory.__doc__ = f"{task} in Brax: see ``make_env``."
     return factory
 
 

@@ -10,6 +10,7 @@ greedy evaluation). Without ``noisy`` the ``deterministic`` argument is ignored.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -19,6 +20,12 @@ from jaxrl.networks.noisy import dense
 from jaxrl.ops.quantile import cosine_embedding
 
 Array = jax.Array
+
+
+def head_layer(head: Any, deterministic: bool) -> Callable[[int], nn.Module]:
+    """``n -> layer of n outputs`` for ``head`` (a module with ``noisy`` and ``sigma0``),
+    made in the caller's compact scope: ``nn.Dense``, or ``NoisyLinear`` with ``noisy``."""
+    return lambda n: dense(n, noisy=head.noisy, sigma0=head.sigma0, deterministic=deterministic)
 
 
 def dueling_streams(
@@ -48,10 +55,7 @@ class QHead(nn.Module):
 
     @nn.compact
     def __call__(self, features: Array, deterministic: bool = False) -> Array:
-        layer = dense(
-            self.num_actions, noisy=self.noisy, sigma0=self.sigma0, deterministic=deterministic
-        )
-        return layer(features)
+        return head_layer(self, deterministic)(self.num_actions)(features)
 
 
 class DuelingHead(nn.Module):
@@ -69,9 +73,7 @@ class DuelingHead(nn.Module):
 
     @nn.compact
     def __call__(self, features: Array, deterministic: bool = False) -> Array:
-        layer = lambda n: dense(
-            n, noisy=self.noisy, sigma0=self.sigma0, deterministic=deterministic
-        )
+        layer = head_layer(self, deterministic)
         value, advantage = dueling_streams(layer, features, self.hidden_size, 1, self.num_actions)
         return value + advantage - advantage.mean(axis=-1, keepdims=True)
 
@@ -95,8 +97,7 @@ class CategoricalHead(nn.Module):
     @nn.compact
     def __call__(self, features: Array, deterministic: bool = False) -> Array:
         a, k = self.num_actions, self.num_atoms
-        layer = dense(a * k, noisy=self.noisy, sigma0=self.sigma0, deterministic=deterministic)
-        out = layer(features)
+        out = head_layer(self, deterministic)(a * k)(features)
         return out.reshape(*out.shape[:-1], a, k)
 
 
@@ -124,9 +125,7 @@ class DuelingCategoricalHead(nn.Module):
 
     @nn.compact
     def __call__(self, features: Array, deterministic: bool = False) -> Array:
-        layer = lambda n: dense(
-            n, noisy=self.noisy, sigma0=self.sigma0, deterministic=deterministic
-        )
+        layer = head_layer(self, deterministic)
         n_a, k = self.num_actions, self.num_atoms
         value, advantage = dueling_streams(layer, features, self.hidden_size, k, n_a * k)
         value = value.reshape(*value.shape[:-1], 1, k)
@@ -163,9 +162,7 @@ class ImplicitQuantileHead(nn.Module):
             nn.Dense(features.shape[-1])(cosine_embedding(taus, self.embedding_dim))
         )
         hidden = features[..., None, :] * embedding  # [..., num_samples, F]
-        layer = dense(
-            self.num_actions, noisy=self.noisy, sigma0=self.sigma0, deterministic=deterministic
-        )
+        layer = head_layer(self, deterministic)(self.num_actions)
         quantiles = jnp.swapaxes(layer(hidden), -1, -2)  # [..., num_actions, num_samples]
         return {
             "quantiles": quantiles,

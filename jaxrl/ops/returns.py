@@ -156,16 +156,34 @@ def gae(
     Returns:
       ``(advantages [T, ...], returns [T, ...])`` float32. One reverse ``lax.scan``.
     """
-    rewards = jnp.asarray(rewards, jnp.float32)
+    rewards, next_values, terminated, done, discount = rollout_arrays(
+        rewards, next_values, terminated, truncated, discount
+    )
     values = jnp.asarray(values, jnp.float32)
-    next_values = jnp.asarray(next_values, jnp.float32)
-    terminated = jnp.asarray(terminated).astype(bool)
-    done = terminated | jnp.asarray(truncated).astype(bool)
-    discount = jnp.asarray(discount, jnp.float32)
     gae_lambda = jnp.asarray(gae_lambda, jnp.float32)
     deltas = rewards + discount * jnp.where(terminated, 0.0, next_values) - values
     advantages = reverse_accumulate(deltas, jnp.where(done, 0.0, discount * gae_lambda))
     return advantages, advantages + values
+
+
+def rollout_arrays(
+    rewards: ArrayLike,
+    next_values: ArrayLike,
+    terminated: ArrayLike,
+    truncated: ArrayLike,
+    discount: ArrayLike,
+) -> tuple[Array, Array, Array, Array, Array]:
+    """``(rewards, next_values, terminated, done, discount)`` of a time-major rollout as
+    float32 arrays and bool flags, with ``done = terminated | truncated`` (the episode
+    ended after step ``t``): the inputs of GAE, Q(lambda) and V-trace."""
+    terminated = jnp.asarray(terminated).astype(bool)
+    return (
+        jnp.asarray(rewards, jnp.float32),
+        jnp.asarray(next_values, jnp.float32),
+        terminated,
+        terminated | jnp.asarray(truncated).astype(bool),
+        jnp.asarray(discount, jnp.float32),
+    )
 
 
 def reverse_accumulate(deltas: Array, coefs: Array) -> Array:
@@ -211,11 +229,9 @@ def q_lambda_returns(
     Returns:
       ``[T, ...]`` float32 returns. One reverse ``lax.scan``.
     """
-    rewards = jnp.asarray(rewards, jnp.float32)
-    next_values = jnp.asarray(next_values, jnp.float32)
-    terminated = jnp.asarray(terminated).astype(bool)
-    done = terminated | jnp.asarray(truncated).astype(bool)
-    discount = jnp.asarray(discount, jnp.float32)
+    rewards, next_values, terminated, done, discount = rollout_arrays(
+        rewards, next_values, terminated, truncated, discount
+    )
     coef = jnp.where(done, 0.0, jnp.asarray(q_lambda, jnp.float32))
     coef = coef.at[-1].set(0.0)
     bootstrap = jnp.where(terminated, 0.0, discount)

@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from jaxrl.ops.returns import reverse_accumulate
+from jaxrl.ops.returns import reverse_accumulate, rollout_arrays
 
 Array = jax.Array
 
@@ -80,12 +80,10 @@ def vtrace(
     """
     pg_rho_bar = rho_bar if pg_rho_bar is None else pg_rho_bar
     rhos = jnp.exp(jnp.asarray(log_rhos, jnp.float32))
-    rewards = jnp.asarray(rewards, jnp.float32)
+    rewards, next_values, terminated, done, discount = rollout_arrays(
+        rewards, next_values, terminated, truncated, discount
+    )
     values = jnp.asarray(values, jnp.float32)
-    next_values = jnp.asarray(next_values, jnp.float32)
-    terminated = jnp.asarray(terminated).astype(bool)
-    done = terminated | jnp.asarray(truncated).astype(bool)
-    discount = jnp.asarray(discount, jnp.float32)
     bootstrap = jnp.where(terminated, 0.0, next_values)  # V(x_{t+1}), 0 after termination
     clipped_rhos = jnp.minimum(rho_bar, rhos)
     cs = jnp.asarray(gae_lambda, jnp.float32) * jnp.minimum(c_bar, rhos)

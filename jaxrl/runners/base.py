@@ -14,7 +14,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
-from jaxrl.types import Agent, shared_field
+from jaxrl.types import Agent, Env, shared_field
 from jaxrl.validation import Options, option
 
 INT32_MAX = 2**31 - 1
@@ -233,4 +233,42 @@ def checkpointing(init: Callable[..., Any], portable: bool) -> dict[str, Any]:
         save=save,
         saved_shape=lambda *args: jax.eval_shape(lambda *a: save(init(*a)), *args),
         restore=_restore_whole if portable else restore_learner,
+    )
+
+
+def scanned_runner(
+    env: Env,
+    init: Callable[..., Any],
+    iteration: Callable[..., Any],
+    evaluate: Callable[..., Any],
+    evaluate_all: Callable[..., dict[str, jax.Array]],
+    layout: ChunkLayout,
+) -> Runner:
+    """The jittable ``Runner`` whose chunk scans ``iteration`` (the fused loop, self-play,
+    several agents), then on evaluation chunks runs ``evaluate_all(agent_state, key)`` (a
+    dict of scalars, logged on the chunk's last row; NaN on other rows and chunks) in a
+    ``lax.cond``; checkpoints by ``checkpointing``."""
+
+    def run_chunk(state: RunnerState) -> tuple[RunnerState, dict[str, jax.Array]]:
+        state, metrics = jax.lax.scan(iteration, state, None, length=layout.iterations_per_chunk)
+        chunk = state.chunk + 1
+        key, eval_key = jax.random.split(state.key)
+        shapes = jax.eval_shape(evaluate_all, state.agent_state, eval_key)
+        skip = lambda: jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes)
+        rates = skip()
+        if layout.eval_every:  # no evaluation program at all when it never runs
+            rates = jax.lax.cond(
+                layout.evaluates(chunk), lambda: evaluate_all(state.agent_state, eval_key), skip
+            )
+        metrics["step"] = layout.iteration_steps(chunk)
+        last = jnp.full((layout.iterations_per_chunk,), jnp.nan, jnp.float32)
+        metrics.update({k: last.at[-1].set(v) for k, v in rates.items()})
+        return dataclasses.replace(state, key=key, chunk=chunk), metrics
+
+    return Runner(
+        init=init,
+        run_chunk=run_chunk,
+        evaluate=evaluate,
+        layout=layout,
+        **checkpointing(init, env.state_is_portable),
     )

@@ -30,13 +30,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from jaxrl.runners.base import (
-    ChunkLayout,
-    RunConfig,
-    Runner,
-    RunnerState,
-    checkpointing,
-)
+from jaxrl.runners.base import ChunkLayout, RunConfig, Runner, RunnerState, scanned_runner
 from jaxrl.types import Agent, Env, TimeStep, Transition, reset_carry
 
 
@@ -137,7 +131,6 @@ def make_runner(agent: Agent, env: Env, config: RunConfig, eval_env: Env | None 
     evaluation averages ``env.spec.num_envs`` episodes)."""
     num_envs = env.spec.num_envs
     layout = ChunkLayout.of(config, num_envs)
-    iterations_per_chunk = layout.iterations_per_chunk
     evaluate = make_evaluate(agent, eval_env or env)
     initial_carry = agent.init_carry(num_envs)
 
@@ -166,29 +159,10 @@ def make_runner(agent: Agent, env: Env, config: RunConfig, eval_env: Env | None 
         )
         return state, metrics
 
-    def run_chunk(state: RunnerState) -> tuple[RunnerState, dict[str, jax.Array]]:
-        state, metrics = jax.lax.scan(iteration, state, None, length=iterations_per_chunk)
-        chunk = state.chunk + 1
-        key, eval_key = jax.random.split(state.key)
-        eval_return = jax.lax.cond(
-            layout.evaluates(chunk),
-            lambda: evaluate(state.agent_state, eval_key).mean(),
-            lambda: jnp.full((), jnp.nan, jnp.float32),
-        )
-        # Per-iteration rows: env steps done, and the evaluation on the chunk's last row.
-        metrics["step"] = layout.iteration_steps(chunk)
-        metrics["eval_return"] = (
-            jnp.full((iterations_per_chunk,), jnp.nan, jnp.float32).at[-1].set(eval_return)
-        )
-        return dataclasses.replace(state, key=key, chunk=chunk), metrics
+    def evaluate_mean(agent_state: Any, key: jax.Array) -> dict[str, jax.Array]:
+        return {"eval_return": evaluate(agent_state, key).mean()}
 
-    return Runner(
-        init=init,
-        run_chunk=run_chunk,
-        evaluate=evaluate,
-        layout=layout,
-        **checkpointing(init, env.state_is_portable),
-    )
+    return scanned_runner(env, init, iteration, evaluate, evaluate_mean, layout)
 
 
 def make_train(

@@ -28,7 +28,6 @@ raised again by the driver's thread.
 
 from __future__ import annotations
 
-import dataclasses
 import queue
 import threading
 import time
@@ -39,20 +38,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxrl.envs.core import Env
-from jaxrl.runners.base import (
-    ChunkLayout,
-    LearnerCheckpoint,
-    RunConfig,
-    Runner,
-    learner_runner,
-    restore_learner,
-)
+from jaxrl.runners.base import ChunkLayout, RunConfig, Runner
 from jaxrl.runners.distributed.sebulba import (
     ActorState,
     ParameterStore,
     SebulbaState,
-    chunk_metrics,
+    collect_rollout,
+    finish_chunk,
     make_init,
+    start_threads,
+    threaded_runner,
 )
 from jaxrl.runners.scan import make_evaluate, make_rollout
 from jaxrl.types import Agent, ConfigError, SplitUpdate
@@ -121,10 +116,7 @@ def make_a3c_runner(
                     continue
                 leash.begin(a)
                 version, agent_state = store.read()
-                actor.key, key = jax.random.split(actor.key)
-                (actor.env_state, actor.obs, actor.carry), transitions, stats = collect(
-                    agent_state, actor.env_state, actor.obs, actor.carry, key
-                )
+                transitions, stats, key = collect_rollout(collect, actor, agent_state)
                 grad = gradient(agent_state, transitions, jax.random.fold_in(key, 1))
                 start = time.perf_counter()
                 applied, _ = store.apply(lambda state, grad=grad: apply(state, grad))
@@ -142,12 +134,7 @@ def make_a3c_runner(
         store = ParameterStore(state.agent_state, state.version)
         leash = Leash(workers, max_lead)
         first = state.chunk * iterations
-        threads = [
-            threading.Thread(target=work, args=(a, actor, store, out, first), daemon=True)
-            for a, actor in enumerate(state.actors)
-        ]
-        for thread in threads:
-            thread.start()
+        threads = start_threads(work, state, store, out, first)
         rows, lag, waits = [], np.zeros(iterations, np.float32), np.zeros(iterations, np.float32)
         for i in range(iterations):
             item = out.get()
@@ -161,15 +148,8 @@ def make_a3c_runner(
             thread.join()
         version, agent_state = store.read()
         chunk = state.chunk + 1
-        metrics = chunk_metrics(rows, layout, chunk)
+        metrics, key = finish_chunk(rows, layout, chunk, evaluate, agent_state, state.key)
         metrics["policy_lag"], metrics["apply_wait_s"] = lag, waits
-        key, eval_key = jax.random.split(state.key)
-        if layout.evaluates(chunk):
-            metrics["eval_return"][-1] = float(evaluate(agent_state, eval_key).mean())
         return SebulbaState(agent_state, state.actors, key, chunk, version), metrics
 
-    def restore(saved: LearnerCheckpoint, fresh) -> SebulbaState:
-        state = restore_learner(saved, fresh)
-        return dataclasses.replace(state, version=int(state.chunk) * iterations)
-
-    return learner_runner(agent, init, run_chunk, evaluate, layout, restore)
+    return threaded_runner(agent, init, run_chunk, evaluate, layout)

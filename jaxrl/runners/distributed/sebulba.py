@@ -126,15 +126,58 @@ def make_init(agent: Agent, env: Env, actor_threads: int):
     return init
 
 
-def chunk_metrics(rows: list, layout: ChunkLayout, chunk: int) -> dict[str, Any]:
-    """A chunk's per-iteration metrics from its ``(stats, agent_metrics)`` rows, with the
-    fused runner's ``step`` and ``eval_return`` (NaN; set by the caller where it evaluates)."""
+def collect_rollout(collect: Any, actor: ActorState, agent_state: Any) -> tuple[Any, Any, Any]:
+    """``(transitions, stats, key)``: one rollout of ``actor``'s envs with ``agent_state``
+    (``collect``: the jitted ``scan.make_rollout``), which advances ``actor`` (its envs,
+    carry and key); ``key`` is the rollout's."""
+    actor.key, key = jax.random.split(actor.key)
+    (actor.env_state, actor.obs, actor.carry), transitions, stats = collect(
+        agent_state, actor.env_state, actor.obs, actor.carry, key
+    )
+    return transitions, stats, key
+
+
+def start_threads(target: Any, state: SebulbaState, store: ParameterStore, out: Any, first: int):
+    """Starts one daemon thread per actor of ``state``, running ``target(a, actor, store,
+    out, first)``; returns them."""
+    threads = [
+        threading.Thread(target=target, args=(a, actor, store, out, first), daemon=True)
+        for a, actor in enumerate(state.actors)
+    ]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def finish_chunk(
+    rows: list, layout: ChunkLayout, chunk: int, evaluate: Any, agent_state: Any, key: Any
+) -> tuple[dict[str, Any], Any]:
+    """``(metrics, key)``: chunk ``chunk``'s per-iteration metrics from its ``(stats,
+    agent_metrics)`` rows, with the fused runner's ``step`` and ``eval_return`` (the mean
+    return of ``evaluate(agent_state, eval_key)`` on the last row of an evaluating chunk,
+    NaN elsewhere), and the learner's ``key`` after drawing ``eval_key``."""
     stats, agent_metrics = jax.device_get(([r[0] for r in rows], [r[1] for r in rows]))
     metrics = {k: np.stack([m[k] for m in agent_metrics]) for k in agent_metrics[0]}
     metrics.update({k: np.stack([s[k].sum() for s in stats]) for k in stats[0]})
     metrics["step"] = layout.iteration_steps(chunk, np)
     metrics["eval_return"] = np.full(len(rows), np.nan, np.float32)
-    return metrics
+    key, eval_key = jax.random.split(key)
+    if layout.evaluates(chunk):
+        metrics["eval_return"][-1] = float(evaluate(agent_state, eval_key).mean())
+    return metrics, key
+
+
+def threaded_runner(
+    agent: Agent, init: Any, run_chunk: Any, evaluate: Any, layout: ChunkLayout
+) -> Runner:
+    """The ``Runner`` of actor threads (Sebulba's, A3C's workers): checkpoints hold the
+    learner (``base.learner_runner``); a restored state's version is its updates so far."""
+
+    def restore(saved: LearnerCheckpoint, fresh) -> SebulbaState:
+        state = restore_learner(saved, fresh)
+        return dataclasses.replace(state, version=int(state.chunk) * layout.iterations_per_chunk)
+
+    return learner_runner(agent, init, run_chunk, evaluate, layout, restore)
 
 
 def make_sebulba_runner(
@@ -176,10 +219,7 @@ def make_sebulba_runner(
                 if g % actor_threads != a:
                     continue
                 version, agent_state = store.read(g if synchronous else 0)
-                actor.key, key = jax.random.split(actor.key)
-                (actor.env_state, actor.obs, actor.carry), transitions, stats = collect(
-                    agent_state, actor.env_state, actor.obs, actor.carry, key
-                )
+                transitions, stats, _ = collect_rollout(collect, actor, agent_state)
                 out(a).put((version, transitions, stats))
         except BaseException as e:  # raised again by the learner
             out(a).put(e)
@@ -190,12 +230,7 @@ def make_sebulba_runner(
         out = (lambda a: queues[a]) if synchronous else (lambda a: queues[0])
         store = ParameterStore(state.agent_state, state.version)
         first = state.chunk * iterations
-        threads = [
-            threading.Thread(target=act_loop, args=(a, actor, store, out, first), daemon=True)
-            for a, actor in enumerate(state.actors)
-        ]
-        for thread in threads:
-            thread.start()
+        threads = start_threads(act_loop, state, store, out, first)
         agent_state, key, version = state.agent_state, state.key, state.version
         rows, lag, waits = [], np.zeros(iterations, np.float32), np.zeros(iterations, np.float32)
         for i in range(iterations):
@@ -213,16 +248,9 @@ def make_sebulba_runner(
         for thread in threads:
             thread.join()
         chunk = state.chunk + 1
-        metrics = chunk_metrics(rows, layout, chunk)
+        metrics, key = finish_chunk(rows, layout, chunk, evaluate, agent_state, key)
         metrics["policy_lag"], metrics["queue_wait_s"] = lag, waits
-        key, eval_key = jax.random.split(key)
-        if layout.evaluates(chunk):
-            metrics["eval_return"][-1] = float(evaluate(agent_state, eval_key).mean())
         new = SebulbaState(agent_state, state.actors, key, chunk, version)
         return new, metrics
 
-    def restore(saved: LearnerCheckpoint, fresh) -> SebulbaState:
-        state = restore_learner(saved, fresh)
-        return dataclasses.replace(state, version=int(state.chunk) * iterations)
-
-    return learner_runner(agent, init, run_chunk, evaluate, layout, restore)
+    return threaded_runner(agent, init, run_chunk, evaluate, layout)

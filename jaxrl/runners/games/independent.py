@@ -33,14 +33,13 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxrl.runners.base import ChunkLayout, RunConfig, Runner, RunnerState
+from jaxrl.runners.base import ChunkLayout, RunConfig, Runner, RunnerState, scanned_runner
 from jaxrl.runners.games.matches import make_match, opponents, outcome_rates
 from jaxrl.runners.games.self_play import (
     Pending,
     Queue,
     act_per_env,
     empty_pending,
-    game_runner,
     game_stats,
     pop,
     push,
@@ -244,4 +243,4 @@ def make_multi_agent_runner(
         """Player 0's agent against the random opponent: scores ``[eval episodes]``."""
         return matches[0, "random"](agent_states[0], key)
 
-    return game_runner(env, init, iteration, evaluate, evaluate_all, layout)
+    return scanned_runner(env, init, iteration, evaluate, evaluate_all, layout)

@@ -51,7 +51,7 @@ from typing import Any, NamedTuple, cast
 import jax
 import jax.numpy as jnp
 
-from jaxrl.runners.base import ChunkLayout, RunConfig, Runner, RunnerState, checkpointing
+from jaxrl.runners.base import ChunkLayout, RunConfig, Runner, RunnerState, scanned_runner
 from jaxrl.runners.games import opponent_pool
 from jaxrl.runners.games.matches import make_match, opponents, outcome_rates
 from jaxrl.types import Agent, ConfigError, Env, PRNGKey, Transition
@@ -403,41 +403,4 @@ def make_self_play_runner(
                 rates.update(outcome_rates(scores, name))
         return rates
 
-    return game_runner(env, init, iteration, evaluate, evaluate_all, layout)
-
-
-def game_runner(
-    env: Env,
-    init: Any,
-    iteration: Any,
-    evaluate: Any,
-    evaluate_all: Any,
-    layout: ChunkLayout,
-) -> Runner:
-    """The ``Runner`` of a game program (self-play, several agents): a chunk scans
-    ``iteration``, then on evaluation chunks runs ``evaluate_all`` (a dict of rates, NaN on
-    other chunks and iterations) in a ``lax.cond``; checkpoints as the scan runner."""
-
-    def run_chunk(state: RunnerState) -> tuple[RunnerState, dict[str, jax.Array]]:
-        state, metrics = jax.lax.scan(iteration, state, None, length=layout.iterations_per_chunk)
-        chunk = state.chunk + 1
-        key, eval_key = jax.random.split(state.key)
-        shapes = jax.eval_shape(evaluate_all, state.agent_state, eval_key)
-        skip = lambda: jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes)
-        rates = skip()
-        if layout.eval_every:  # no evaluation program at all when it never runs
-            rates = jax.lax.cond(
-                layout.evaluates(chunk), lambda: evaluate_all(state.agent_state, eval_key), skip
-            )
-        metrics["step"] = layout.iteration_steps(chunk)
-        last = jnp.full((layout.iterations_per_chunk,), jnp.nan, jnp.float32)
-        metrics.update({k: last.at[-1].set(v) for k, v in rates.items()})
-        return dataclasses.replace(state, key=key, chunk=chunk), metrics
-
-    return Runner(
-        init=init,
-        run_chunk=run_chunk,
-        evaluate=evaluate,
-        layout=layout,
-        **checkpointing(init, env.state_is_portable),
-    )
+    return scanned_runner(env, init, iteration, evaluate, evaluate_all, layout)
