@@ -27,18 +27,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 from jaxrl import trust
 from jaxrl.types import ConfigError, member_axes, take_member
+from jaxrl.validation import ArgumentParser
 
 if TYPE_CHECKING:
     from jaxrl.experiment.config import Experiment
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise ConfigError(message)
-
-
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = _Parser(prog="python -m jaxrl.evaluate", description="Evaluate a saved policy.")
+    parser = ArgumentParser(prog="python -m jaxrl.evaluate", description="Evaluate a saved policy.")
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory with checkpoints")
     parser.add_argument("--episodes", type=int, default=10, help="episodes (default 10)")
     parser.add_argument(
@@ -165,9 +161,7 @@ def record(agent, agent_state, config: Experiment, key, path: str) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    with contextlib.ExitStack() as stack:
-        return _main(argv, stack)
+    return trust.run_main(_main, argv)
 
 
 def _main(argv: list[str], stack: contextlib.ExitStack) -> int:

@@ -28,15 +28,13 @@ import numpy as np
 
 from jaxrl.buffers.demonstrations import replay_transitions, save_npz
 from jaxrl.types import Box, ConfigError, Transition, take_member
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise ConfigError(message)
+from jaxrl.validation import ArgumentParser
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
-    parser = _Parser(prog="python -m jaxrl.export_buffer", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(
+        prog="python -m jaxrl.export_buffer", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory with checkpoints")
     parser.add_argument("out", metavar="OUT.npz", help="the demonstration file to write")
     parser.add_argument("--step", type=int, help="checkpoint to load (default: the newest)")

@@ -17,7 +17,6 @@ process; when one fails, it stops the others and exits with that process's code.
 
 from __future__ import annotations
 
-import argparse
 import os
 import socket
 import subprocess
@@ -27,11 +26,7 @@ from collections.abc import Sequence
 
 from jaxrl.runners.distributed.topology import DEFAULT_TIMEOUT, Topology
 from jaxrl.types import ConfigError
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise ConfigError(message)
+from jaxrl.validation import ArgumentParser
 
 
 def free_port() -> int:
@@ -56,7 +51,9 @@ def environments(topology: Topology) -> list[dict[str, str]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = _Parser(prog="python -m jaxrl.launch", usage="%(prog)s --processes N -- COMMAND ...")
+    parser = ArgumentParser(
+        prog="python -m jaxrl.launch", usage="%(prog)s --processes N -- COMMAND ..."
+    )
     parser.add_argument("--processes", type=int, default=2, help="processes to start (2)")
     parser.add_argument("--coordinator", metavar="HOST:PORT", help="default 127.0.0.1:<free>")
     parser.add_argument(

@@ -48,7 +48,6 @@ as Agarwal et al. 2021 (rliable) recommend; "1 run, no interval" for a line of o
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from collections.abc import Collection, Sequence
@@ -68,6 +67,7 @@ from jaxrl.curves import (
     smooth,
 )
 from jaxrl.types import ConfigError
+from jaxrl.validation import ArgumentParser
 
 __all__ = [
     *("check_x", "load_curves", "parse_smooth", "smooth"),  # jaxrl.curves'
@@ -310,12 +310,8 @@ def check_out(out: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
 
-    class Parser(argparse.ArgumentParser):
-        def error(self, message: str):
-            raise ConfigError(message)
-
     try:
-        parser = Parser(prog="python -m jaxrl.plot", description="Plot learning curves.")
+        parser = ArgumentParser(prog="python -m jaxrl.plot", description="Plot learning curves.")
         parser.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
         parser.add_argument("--out", default="curves.png", help="image file (curves.png)")
         parser.add_argument("--metric", default="episode_return", help="(episode_return)")

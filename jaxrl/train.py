@@ -35,6 +35,7 @@ from typing import Any
 from jaxrl import trust
 from jaxrl.experiment.guards import NONFINITE_EXIT, Interrupted, NonFinite
 from jaxrl.types import ConfigError
+from jaxrl.validation import ArgumentParser
 
 # What ``--resume`` takes besides the run directory; any other flag is an error.
 RESUME_MAY_CHANGE = (
@@ -50,11 +51,6 @@ class _Once(argparse.Action):
         if getattr(namespace, self.dest, None) is not None:
             raise ConfigError(f"{option_string} is given twice; give it once")
         setattr(namespace, self.dest, values)
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line and exit code 2, not argparse's usage dump
-        raise ConfigError(message)
 
 
 def _epilog() -> str:
@@ -185,9 +181,9 @@ FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-def _make_parser() -> _Parser:
+def _make_parser() -> ArgumentParser:
     """The flags of ``python -m jaxrl.train`` (``FLAGS``; dotted overrides are parsed apart)."""
-    parser = _Parser(
+    parser = ArgumentParser(
         prog="python -m jaxrl.train",
         usage="%(prog)s --agent NAME --env NAME [options] [--agent.KEY VALUE ...]",
         description="Train a jaxrl agent. With no --config, the preset for the agent and "
@@ -303,9 +299,7 @@ def named_modules(args: argparse.Namespace, overrides: dict[str, Any]) -> list[s
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    with contextlib.ExitStack() as stack:
-        return _main(argv, stack)
+    return trust.run_main(_main, argv)
 
 
 def _main(argv: list[str], stack: contextlib.ExitStack) -> int:

@@ -23,7 +23,7 @@ import functools
 import importlib
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from types import ModuleType
 
 from jaxrl.types import ConfigError
@@ -31,6 +31,17 @@ from jaxrl.types import ConfigError
 # None: the Python API, every module may be imported; else the modules the command line
 # named (``trusted``).
 _allowed: frozenset[str] | None = None
+
+
+def run_main(
+    body: Callable[[list[str], contextlib.ExitStack], int], argv: Sequence[str] | None
+) -> int:
+    """An entry point's ``main``: ``body(argv, stack)``, ``argv`` the command line's
+    arguments (``sys.argv[1:]`` for None), ``stack`` closed when it returns (what it
+    entered, the ``trusted`` imports among them, undone)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    with contextlib.ExitStack() as stack:
+        return body(args, stack)
 
 
 def add_import_argument(parser: argparse.ArgumentParser) -> None:

@@ -10,12 +10,13 @@ valid. Supported annotations: ``bool``, ``int``, ``float``, ``str``, ``Literal[.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import numbers
 import types
 import typing
 from collections.abc import Mapping
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NoReturn, TypeVar
 
 from jaxrl.types import ConfigError
 
@@ -110,6 +111,12 @@ def fixes(**values: Any) -> Any:
         return cls
 
     return fix
+
+
+def defaults(cls: type, prefix: str) -> dict[str, Any]:
+    """The default value of each field of ``cls`` whose name starts with ``prefix``, for
+    ``fixes`` (an agent that takes none of a feature's options fixes them all)."""
+    return {f.name: f.default for f in dataclasses.fields(cls) if f.name.startswith(prefix)}
 
 
 def fixed_options(cls: type) -> dict[str, tuple[Any, Any]]:
@@ -280,3 +287,17 @@ class Options:
 
     def __post_init__(self) -> None:
         check_ranges(self)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser whose mistakes are one-line ``ConfigError``s (one line and exit
+    code 2 from the entry points), not argparse's usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        raise ConfigError(message)
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of ``error``'s message, or its type's name when it has none."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

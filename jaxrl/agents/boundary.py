@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl.types import Agent, Box, ConfigError, EnvSpec, batched_spec
+from jaxrl.validation import first_line
 
 
 def check_agent(name: str, agent: Any, spec: EnvSpec) -> None:
@@ -36,10 +37,9 @@ def check_agent(name: str, agent: Any, spec: EnvSpec) -> None:
             lambda s, o, c, k: agent.act(s, o, c, k, False), state, obs, carry, key
         )
     except (TypeError, ValueError) as e:
-        line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ConfigError(
             f"agent {name!r}: init(key) and act(state, obs [{n}, ...], carry, key, explore) "
-            f"must trace under jax.jit; they failed: {line}"
+            f"must trace under jax.jit; they failed: {first_line(e)}"
         ) from None
     action = out[0] if isinstance(out, tuple) and len(out) == 3 else None
     if action is None or not hasattr(action, "shape"):

@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl.types import Box, ConfigError, Env, batched_spec
+from jaxrl.validation import first_line
 
 SIGNATURE = "factory(num_envs=1, **options) -> jaxrl.types.Env"
 
@@ -50,10 +51,9 @@ def check_env(name: str, env: Any, num_envs: int) -> None:
         state, first = jax.eval_shape(env.reset, key)
         _, later = jax.eval_shape(env.step, state, action, key)
     except (TypeError, ValueError) as e:
-        line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ConfigError(
             f"env {name!r}: reset(key) and step(state, action [{num_envs}, ...], key) must "
-            f"trace under jax.jit; they failed: {line}"
+            f"trace under jax.jit; they failed: {first_line(e)}"
         ) from None
     players = () if spec.num_players == 1 else (spec.num_players,)
     expected = {

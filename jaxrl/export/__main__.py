@@ -26,17 +26,15 @@ from pathlib import Path
 
 from jaxrl import trust
 from jaxrl.types import ConfigError
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise ConfigError(message)
+from jaxrl.validation import ArgumentParser
 
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     from jaxrl.export import FORMATS
 
-    parser = _Parser(prog="python -m jaxrl.export", description="Export a run's greedy policy.")
+    parser = ArgumentParser(
+        prog="python -m jaxrl.export", description="Export a run's greedy policy."
+    )
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a run directory with checkpoints")
     parser.add_argument("--format", required=True, choices=FORMATS, help="file format")
     parser.add_argument("--step", type=int, help="checkpoint to export (default: the newest)")

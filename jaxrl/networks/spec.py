@@ -42,7 +42,7 @@ from jaxrl.networks import initializers
 from jaxrl.networks.conv import Conv, canonical_backward_default
 from jaxrl.networks.inputs import TORSOS, scale_obs
 from jaxrl.types import ConfigError
-from jaxrl.validation import Options, option
+from jaxrl.validation import Options, first_line, option
 
 Activation = Literal["relu", "tanh", "elu", "gelu", "silu", "leaky_relu"]
 ACTIVATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
@@ -241,10 +241,9 @@ def user_torso(name: str, obs_shape: tuple[int, ...], hidden_sizes: tuple[int, .
     try:
         out = jax.eval_shape(apply, jax.random.PRNGKey(0), obs)
     except (TypeError, ValueError) as e:
-        line = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ConfigError(
             f"torso {name!r}: its module must take observations [batch, *obs_shape] "
-            f"({list(obs.shape)} float32 here); applying it failed: {line}"
+            f"({list(obs.shape)} float32 here); applying it failed: {first_line(e)}"
         ) from None
     leaves = jax.tree.leaves(out)
     shape = getattr(out, "shape", None)

@@ -52,9 +52,11 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxrl.agents.auxiliary.latent_prior import LatentPriorOptions
+from jaxrl.agents.auxiliary.options import AuxiliaryOptions
 from jaxrl.agents.common.action_box import action_box
 from jaxrl.agents.common.replay_choice import make_replay
-from jaxrl.agents.off_policy.core import LearnerState, make_off_policy_agent
+from jaxrl.agents.off_policy.core import LearnerState, OffPolicyConfig, make_off_policy_agent
 from jaxrl.agents.off_policy.core import optimizer_step as opt_step
 from jaxrl.agents.off_policy.parts import learn
 from jaxrl.agents.off_policy.sac import SACConfig, sac_algorithm
@@ -62,7 +64,7 @@ from jaxrl.buffers import ReplayBuffer, ReplaySample, make_uniform_replay
 from jaxrl.networks.dynamics import GaussianEnsemble
 from jaxrl.ops.model_based import gaussian_nll, real_batch_size, rollout_length
 from jaxrl.types import Agent, ConfigError, EnvSpec, Transition, shared_field
-from jaxrl.validation import build_config, fixes, option
+from jaxrl.validation import build_config, defaults, fixes, option
 
 TERMINATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "Pendulum": lambda s: jnp.zeros(s.shape[:-1], bool),
@@ -72,30 +74,12 @@ TERMINATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
 
 
 @dataclasses.dataclass(frozen=True)
-@fixes(  # model data is one-step and uniform; no latent action prior
+@fixes(  # model data is one-step and uniform; no latent action prior; flat observations
     n_step=1,
-    prioritized=False,
-    priority_alpha=0.6,
-    beta_start=0.4,
-    beta_decay_steps=100_000,
-    priority_eps=1e-6,
-    latent_prior=False,
-    latent_size=None,
-    latent_multiplier=3.0,
-    vae_beta=0.01,
-    vae_hidden_sizes=(256, 256),
-    vae_lr=1e-3,
-    vae_steps=2000,
-    vae_batch_size=256,
-    prior_weight=1.0,
-    curl=False,  # flat observations: no image encoder for CURL
-    curl_pad=4,
-    curl_weight=1.0,
-    curl_tau=0.001,
-    curl_lr=1e-4,
-    curl_hidden=256,
-    curl_dim=128,
-    curl_logit_scale=0.1,
+    **defaults(OffPolicyConfig, "priorit"),
+    **defaults(OffPolicyConfig, "beta_"),
+    **defaults(LatentPriorOptions, ""),
+    **defaults(AuxiliaryOptions, "curl"),
 )
 class MBPOConfig(SACConfig):
     """MBPO options; defaults are the paper's (arXiv:1906.08253, appendix C) and its

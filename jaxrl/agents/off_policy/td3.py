@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl.agents.auxiliary.latent_prior import with_latent_prior
+from jaxrl.agents.auxiliary.options import AuxiliaryOptions
 from jaxrl.agents.common.action_box import action_box
 from jaxrl.agents.off_policy.core import (
     Algorithm,
@@ -50,20 +51,11 @@ from jaxrl.networks.continuous import DeterministicActor
 from jaxrl.ops.noise import clipped_gaussian_noise
 from jaxrl.ops.targets import soft_update
 from jaxrl.types import Agent, EnvSpec
-from jaxrl.validation import build_config, fixes, option
+from jaxrl.validation import build_config, defaults, fixes, option
 
 
 @dataclasses.dataclass(frozen=True)
-@fixes(  # CURL trains a critic's encoder that TD3's and DDPG's critics do not share
-    curl=False,
-    curl_pad=4,
-    curl_weight=1.0,
-    curl_tau=0.001,
-    curl_lr=1e-4,
-    curl_hidden=256,
-    curl_dim=128,
-    curl_logit_scale=0.1,
-)
+@fixes(**defaults(AuxiliaryOptions, "curl"))  # TD3's critics share no encoder for CURL
 class TD3Config(OffPolicyConfig):
     """TD3 options; defaults are the authors' code (github.com/sfujim/TD3, ``main.py``),
     which updates the paper's (400, 300) nets, 1e-3 and batch 100 to the values below.
