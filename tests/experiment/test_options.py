@@ -17,8 +17,10 @@ from jaxrl.validation import build_config, declared_range
 
 
 def own_fields(cls: type) -> list[str]:
-    """The fields ``cls`` declares in its own body (new ones and new defaults)."""
-    return [name for name in cls.__annotations__ if name in cls.__dataclass_fields__]
+    """The fields ``cls`` declares in its own body (new ones and new defaults; not the
+    options it fixes, ``validation.fixes``)."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    return [name for name in cls.__annotations__ if name in fields]
 
 
 def test_variants_declare_only_what_they_change():

@@ -109,7 +109,7 @@ def test_user_mistakes_raise_config_error(name):
     with pytest.raises(ConfigError, match="noise_sigma"):
         agents.make(name, SPEC, noise_sigma=(0.1, 0.2, 0.3))
     with pytest.raises(ConfigError, match="unknown option"):
-        agents.make(name, SPEC, learning_rate=1e-3)
+        agents.make(name, SPEC, learning_rte=1e-3)
 
 
 IMAGE_SPEC = EnvSpec("img", (8, 8, 2), "uint8", Box((1,), (-1.0,), (1.0,)), 1, 10)

@@ -7,7 +7,7 @@ import pytest
 
 from jaxrl import agents, envs
 from jaxrl.agents.on_policy.ppo import make_network
-from jaxrl.experiment.config import resolve
+from jaxrl.experiment.config import resolve, rounded_steps
 from jaxrl.runners import RunConfig, make_train
 from jaxrl.types import ConfigError
 from tests.helpers import collect_rollout as rollout
@@ -100,8 +100,9 @@ def test_user_mistakes_are_config_errors():
 
 
 def test_cli_fills_total_steps_from_the_run():
-    cfg = resolve(agent="ppo", env="CartPole", steps=12_345).to_dict()
-    assert cfg["agent"]["total_steps"] == 12_345
+    exp = resolve(agent="ppo", env="CartPole", steps=12_345)
+    cfg = exp.to_dict()  # the schedule ends at the steps run: 12,345 up to whole chunks
+    assert cfg["agent"]["total_steps"] == rounded_steps(exp.run, exp.env.num_envs) > 12_345
     assert cfg["preset"] == "cartpole-ppo" and cfg["run"]["rollout_len"] == 128
     cfg = resolve(agent="ppo", env="CartPole", overrides={"agent.total_steps": 99}).to_dict()
     assert cfg["agent"]["total_steps"] == 99

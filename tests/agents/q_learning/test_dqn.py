@@ -144,8 +144,8 @@ def test_continuous_env_and_bad_options_are_config_errors():
     pendulum = envs.make("Pendulum", num_envs=1).spec
     with pytest.raises(ConfigError, match="discrete action space.*Pendulum-v1"):
         agents.make("dqn", pendulum)
-    with pytest.raises(ConfigError, match="unknown option 'learning_rate'.*valid options: .*lr"):
-        agents.make("dqn", spec(), learning_rate=1e-3)
+    with pytest.raises(ConfigError, match="unknown option 'learning_rte'.*valid options: .*lr"):
+        agents.make("dqn", spec(), learning_rte=1e-3)
     with pytest.raises(ConfigError, match="option 'n_step': expected int"):
         agents.make("dqn", spec(), n_step="three")
     with pytest.raises(ConfigError, match="tau must be in"):
