@@ -42,7 +42,13 @@ def load_curves(
             raise ConfigError(f"'{run_dir}' is not a run directory (no metrics.jsonl/config.yaml)")
         options = _flatten(yaml.safe_load(config.read_text()) or {})
         default_seed = options.pop("run.seed", 0)
-        for line in metrics.read_text().splitlines():
+        lines = metrics.read_text().splitlines()
+        if not lines:
+            raise ConfigError(
+                f"'{run_dir}' has no metric rows yet (its metrics.jsonl is empty: no chunk "
+                "has ended); plot it after its first chunk"
+            )
+        for line in lines:
             row = json.loads(line)
             if metric not in row:
                 raise ConfigError(

@@ -74,6 +74,10 @@ def test_mistakes_exit_2(tmp_path, capsys):
     assert main([str(tmp_path / "run"), "--metric", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 2 and "has no metric 'nope'; it has: step, episode_return" in err
+    write_run(tmp_path / "started", 0, [])  # a run before its first chunk's end
+    out = tmp_path / "started.png"
+    assert main([str(tmp_path / "started"), "--out", str(out)]) == 2 and not out.exists()
+    one_line_error(capsys, "has no metric rows yet (its metrics.jsonl is empty")
 
 
 def test_runs_at_different_steps_are_interpolated_onto_one_grid(tmp_path):
