@@ -59,14 +59,15 @@ def _epilog() -> str:
     return epilog()
 
 
-def _agent_help_request(argv: Sequence[str]) -> str | None:
-    """The agent NAME of ``--agent NAME --help`` (or ``-h``), else None."""
+def _help_request(argv: Sequence[str], flag: str) -> str | None:
+    """The NAME of ``FLAG NAME --help`` (or ``-h``; ``flag`` ``--agent`` or ``--env``),
+    else None."""
     if "--help" not in argv and "-h" not in argv:
         return None
     for i, token in enumerate(argv):
-        if token == "--agent" and i + 1 < len(argv):
+        if token == flag and i + 1 < len(argv):
             return argv[i + 1]
-        if token.startswith("--agent="):
+        if token.startswith(flag + "="):
             return token.partition("=")[2]
     return None
 
@@ -205,7 +206,15 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
     from jaxrl.suggest import did_you_mean
 
     parser = _make_parser()
-    agent_help = _agent_help_request(argv)
+    agent_help, env_help = _help_request(argv, "--agent"), _help_request(argv, "--env")
+    if agent_help is None and env_help is not None:  # --env NAME --help, after --import
+        from jaxrl.experiment.helptext import env_help as env_text
+        from jaxrl.networks.spec import import_modules
+
+        with trust.trusted(_imports_of(argv)):
+            import_modules(_imports_of(argv))
+            print(env_text(env_help))
+        raise SystemExit(0)
     if agent_help is not None:  # after --import, which may register the agent
         from jaxrl.experiment.helptext import agent_help as text
         from jaxrl.networks.spec import import_modules

@@ -210,6 +210,27 @@ def canonical_name(name: str) -> str:
     return _resolve(name)[0]
 
 
+def _factory_options(factory: Callable[..., Any]) -> dict[str, Any] | None:
+    """``{option: default}`` (``inspect.Parameter.empty``: none) of the keyword options a
+    factory takes besides ``num_envs``; None where it has no signature or takes
+    ``**kwargs`` (it checks its options itself)."""
+    try:
+        params = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # no signature (e.g. some builtins)
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {p.name: p.default for p in params if p.kind in kinds and p.name != "num_envs"}
+
+
+def options(name: str) -> tuple[str, dict[str, Any] | None]:
+    """``(canonical name, {option: default})`` of env ``name``: the options ``make`` passes
+    to its factory (None: the factory checks them itself, e.g. ``gym:`` envs)."""
+    canonical, factory = _resolve(name)
+    return canonical, _factory_options(factory)
+
+
 def make(name: str, num_envs: int = 1, **kwargs: Any) -> Env | gymnasium.HostEnv:
     """Build a vectorized environment of ``num_envs`` copies of ``name``.
 
@@ -230,13 +251,9 @@ def make(name: str, num_envs: int = 1, **kwargs: Any) -> Env | gymnasium.HostEnv
                     "shapes the frames a JAX-native env renders)"
                 )
         pixel_opts = pixels.options(kwargs)
-    try:
-        params = inspect.signature(factory).parameters.values()
-    except (TypeError, ValueError):  # no signature (e.g. some builtins): let it check
-        params = None
-    if params is not None and not any(p.kind is p.VAR_KEYWORD for p in params):
-        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-        valid = [p.name for p in params if p.kind in kinds and p.name != "num_envs"]
+    own = _factory_options(factory)
+    if own is not None:
+        valid = list(own)
         for key in kwargs:
             if key not in valid:
                 raise ConfigError(

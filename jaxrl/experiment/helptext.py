@@ -148,6 +148,25 @@ def agent_help(name: str) -> str:
     return "\n".join(lines)
 
 
+def env_help(name: str) -> str:
+    """``--env NAME --help``: the env's own options (its factory's keyword arguments, with
+    their defaults), then the options every env takes."""
+    import inspect
+
+    canonical, own = envs.options(name)
+    lines = [f"env {canonical} ({envs.group(canonical)})"]
+    if own is None:
+        lines.append("its own options are its maker's keyword arguments (--env.KEY VALUE)")
+    else:
+        lines.append("its own options (--env.KEY VALUE): name, default")
+        shown = {
+            k: "(required)" if v is inspect.Parameter.empty else str(v) for k, v in own.items()
+        }
+        lines += [f"  {k:<24} {v}" for k, v in shown.items()] or ["  none"]
+    lines += ["", "options of every env:", *option_lines(EnvConfig, ["num_envs"])]
+    return "\n".join([*lines, *option_lines(PixelOptions)])
+
+
 def run_and_env_help() -> list[str]:
     """The ``--run.*`` and ``--env.*`` options, one a line, for ``--help``."""
     return [

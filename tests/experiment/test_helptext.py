@@ -101,3 +101,17 @@ def test_help_lists_the_run_and_env_options(capsys):
     assert_whole_meanings(options, EnvConfig, ["num_envs"])
     assert_whole_meanings(options, PixelOptions, [f.name for f in dataclasses.fields(PixelOptions)])
     assert options["eval_every"][1].split()[1:3] == ["10000", "[0,"]  # default, range
+
+
+def test_env_help_lists_the_envs_own_options_with_their_defaults(capsys):
+    """``--env NAME --help``: the keyword options of the env's factory (what ``envs.make``
+    passes it), with their defaults, then the options of every env."""
+    text = shown(capsys, ["--env", "FrozenLake", "--help"])
+    rows = {line.split()[0]: line.split()[1] for line in text.splitlines() if line[:2] == "  "}
+    assert text.startswith("env FrozenLake-v1 (toy_text)")
+    assert rows["map_name"] == "4x4" and rows["is_slippery"] == "True"
+    assert rows["num_envs"] == "1" and "pixels" in rows
+    assert "env_name" not in rows and "num_envs" not in text.split("options of every env")[0]
+    assert main(["--env", "Nope", "--help"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: unknown env 'Nope'")
