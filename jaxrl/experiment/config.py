@@ -379,6 +379,7 @@ def _apply_flags(
     if agent_list is not None and config_file is None:  # a self-play preset's opponents
         for option in SELF_PLAY_OPTIONS:
             cfg["run"].pop(option, None)
+    named: dict[str, str] = {}  # an agent option -> the name a --agent.KEY gave it
     for dotted, value in (overrides or {}).items():
         section, _, key = dotted.partition(".")
         if section not in SECTIONS or not key:
@@ -386,20 +387,31 @@ def _apply_flags(
         if key == "name":
             raise ConfigError(f"use --{section} NAME instead of '--{dotted}'")
         if section == "agent":
+            target = _option_named(key, agent_name)
+            if named.setdefault(target, key) != key:
+                raise ConfigError(
+                    f"'--agent.{named[target]}' and '--agent.{key}' name the same option of "
+                    f"agent '{agent_name}'; give one"
+                )
             cfg["agent"] = _without_aliases_of(key, cfg["agent"], agent_name)
         cfg[section][key] = value
+
+
+def _option_named(key: str, agent: str) -> str:
+    """The option of ``agent`` that ``key`` names (itself when it is one or no alias)."""
+    config = agents.entry(agent).config
+    fields = set() if config is None else {f.name for f in dataclasses.fields(config)}
+    return aliases.canonical(key, fields)
 
 
 def _without_aliases_of(key: str, section: Mapping[str, Any], agent: str) -> dict[str, Any]:
     """``section`` without the options that name the same option of ``agent`` as ``key``
     under another accepted name (``--agent.discount_rate`` over a preset's ``gamma``): a
     value given on the command line wins under whichever name it uses."""
-    config = agents.entry(agent).config
-    if config is None:
+    if agents.entry(agent).config is None:
         return dict(section)
-    fields = {f.name for f in dataclasses.fields(config)}
-    target = aliases.canonical(key, fields)
-    return {k: v for k, v in section.items() if k == key or aliases.canonical(k, fields) != target}
+    target = _option_named(key, agent)
+    return {k: v for k, v in section.items() if k == key or _option_named(k, agent) != target}
 
 
 def _configure_agent(

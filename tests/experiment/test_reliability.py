@@ -111,6 +111,10 @@ TRAIN_CASES = [
     (["--agent", "ppo", "--agent.vf_coef", "0.5"], "value_weight weigh 0.5 E[(V - R)^2]"),
     (["--agent", "ppo", "--agent.total_timesteps", "9"], "total_timesteps is the run's length"),
     (["--agent.exploration_fraction", "0.15", "--steps", "1001"], "150.15 env steps, not a whole"),
+    (
+        ["--agent.learning_rate", "1e-3", "--agent.lr", "5e-4"],
+        "'--agent.learning_rate' and '--agent.lr' name the same option of agent 'dqn'; give one",
+    ),
     # issue 55: wrong suggestions (learning_starts, updates_per_step, latent_size, total_steps)
     (["--agent", "ppo", "--agent.update_rate", "0.1"], "is machin's soft target-update rate"),
     (["--agent", "ppo", "--agent.replay_size", "99"], "is machin's replay buffer capacity"),
