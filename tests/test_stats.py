@@ -3,27 +3,12 @@ IQM (the mean of the middle half of the sorted scores), the stratified bootstrap
 task's runs resampled from that task alone) with its percentile interval, and the
 performance profile (the fraction of runs scoring above tau)."""
 
-import math
-
 import numpy as np
 import pytest
 
 from jaxrl import stats
-
-
-def iqm_reference(values):
-    ordered = sorted(float(v) for v in np.ravel(values))
-    cut = len(ordered) // 4  # a quarter of the runs dropped at each end
-    middle = ordered[cut : len(ordered) - cut]
-    return sum(middle) / len(middle)
-
-
-def percentile_reference(values, q):
-    """Linear interpolation between the closest ranks (numpy's default method)."""
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100.0
-    low, high = math.floor(position), math.ceil(position)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+from tests.references import iqm as iqm_reference
+from tests.references import percentile as percentile_reference
 
 
 def test_iqm_is_the_mean_of_the_middle_half():
