@@ -13,9 +13,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxrl import agents, envs
+from jaxrl import envs
 from jaxrl.envs import atari
-from jaxrl.runners import RunConfig, make_train
 from jaxrl.types import ConfigError
 
 
@@ -203,35 +202,3 @@ def test_vmapped_members_step_one_vector_env_split_per_member():
         np.testing.assert_array_equal(ts.info["episode_return"][i], one.info["episode_return"])
     assert ts.truncated.sum() == members * 2  # one 20-step episode ended per env
     assert (ts.obs[0] != ts.obs[1]).any()  # the members' emulators are seeded apart
-
-
-def test_small_pong_program_trains_and_evaluates():
-    """Rainbow with compact replay, 2 envs and a separate evaluation env (two XLA vector
-    envs in one program), 512 env steps, episodes cut at 60 steps."""
-    kwargs = dict(max_num_frames_per_episode=240, noop_max=0)
-    env = envs.make("Pong", num_envs=2, **kwargs)
-    eval_env = envs.make("Pong", num_envs=2, **kwargs)
-    agent = agents.make(
-        "rainbow",
-        env.spec,
-        torso="nature",
-        hidden_sizes=(16,),
-        num_atoms=11,
-        batch_size=8,
-        buffer_size=512,
-        learning_starts=128,
-        target_update_period=64,
-        updates_per_rollout=1,
-        reward_clip=1.0,
-    )
-    config = RunConfig(steps=512, rollout_len=4, log_every=256, eval_every=256)
-    state, metrics = jax.jit(make_train(agent, env, config, eval_env))(jax.random.PRNGKey(0))
-    metrics = jax.tree.map(np.asarray, metrics)
-    assert metrics["step"][-1] == 512 and int(state.agent_state.step) == 512
-    assert metrics["episodes"].sum() == 2 * 4  # 256 steps per env, 60 per episode
-    assert metrics["episode_length_sum"].sum() == 8 * 60
-    learned = metrics["step"] >= 128
-    assert np.isfinite(metrics["loss"][learned]).all() and np.isnan(metrics["loss"][~learned]).all()
-    evals = metrics["eval_return"][~np.isnan(metrics["eval_return"])]
-    assert evals.shape == (2,) and (np.abs(evals) <= 21).all()
-    assert int(state.agent_state.updates) == learned.sum()
