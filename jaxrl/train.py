@@ -301,9 +301,10 @@ def _loggers(value: str) -> list[str]:
 def named_modules(args: argparse.Namespace, overrides: dict[str, Any]) -> list[str]:
     """The modules the command line names, which its names may import (``jaxrl.trust``):
     ``--import``'s, and those of ``module:attr`` names in ``--agent``, ``--agents``,
-    ``--env``, ``--callback`` and ``--*.name`` overrides."""
+    ``--env``, ``--callback``, ``--*.name`` and ``--*_fn`` overrides (MBPO's
+    ``termination_fn``, ``reward_fn``)."""
     names = [args.agent, args.env, *_names(args.agents or ""), *args.callback]
-    names += [v for k, v in overrides.items() if k.endswith(".name")]
+    names += [v for k, v in overrides.items() if k.endswith((".name", "_fn"))]
     return [*args.imports, *filter(None, map(trust.module_of, names))]
 
 

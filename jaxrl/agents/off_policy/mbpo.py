@@ -34,6 +34,9 @@ Termination functions (the paper's appendix, the reference code's ``static/`` fu
 by env: Pendulum and HalfCheetah never terminate; MountainCarContinuous terminates where
 the position reaches 0.45 (Gymnasium's goal; its velocity condition is ``>= 0``, which the
 reference has no counterpart for, and is left out). ``termination="never"`` forces none.
+A user's own functions replace them (Emote's ``ModelEnv(termination_fn, reward_fn)``):
+``termination_fn`` and ``reward_fn`` name JAX functions as ``package.module:function``
+(``user_functions``).
 
 Left out of the reference: its per-layer L2 weight decay of the model (2.5e-5 to 1e-4),
 training to convergence on a held-out split (a fixed ``model_train_steps`` here), and
@@ -58,19 +61,20 @@ from jaxrl.agents.common.action_box import action_box
 from jaxrl.agents.common.replay_choice import make_replay
 from jaxrl.agents.off_policy.core import LearnerState, OffPolicyConfig, make_off_policy_agent
 from jaxrl.agents.off_policy.core import optimizer_step as opt_step
+from jaxrl.agents.off_policy.model_data import (
+    TERMINATIONS,
+    mixed_buffer,
+    scheduled_buffer,
+    user_functions,
+)
 from jaxrl.agents.off_policy.parts import learn
 from jaxrl.agents.off_policy.sac import SACConfig, sac_algorithm
-from jaxrl.buffers import ReplayBuffer, ReplaySample, make_uniform_replay
+from jaxrl.buffers import ReplayBuffer, make_uniform_replay
 from jaxrl.networks.dynamics import GaussianEnsemble
+from jaxrl.ops import linear_schedule
 from jaxrl.ops.model_based import gaussian_nll, real_batch_size, rollout_length
 from jaxrl.types import Agent, ConfigError, EnvSpec, Transition, shared_field
 from jaxrl.validation import build_config, defaults, fixes, option
-
-TERMINATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
-    "Pendulum": lambda s: jnp.zeros(s.shape[:-1], bool),
-    "HalfCheetah": lambda s: jnp.zeros(s.shape[:-1], bool),
-    "MountainCarContinuous": lambda s: s[..., 0] >= 0.45,
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +109,17 @@ class MBPOConfig(SACConfig):
       epoch_length: env steps per epoch of the rollout schedule (1,000).
       model_retain_epochs: epochs of rollouts the model buffer holds (1).
       real_ratio: the fraction of real transitions in a SAC minibatch (0.05).
+      real_ratio_end, real_ratio_steps: a linear schedule of that fraction, from
+        ``real_ratio`` at env step 0 to ``real_ratio_end`` at ``real_ratio_steps``; None:
+        constant. With a schedule each minibatch row is real or model by its index
+        (``scheduled_buffer``).
       termination: "auto" (by env name, module docstring) or "never".
+      termination_fn: ``package.module:function``, the model rollouts' terminations:
+        ``fn(next_obs [R, O]) -> bool [R]`` (Emote's ``termination_fn``) or
+        ``fn(action [R, A], next_obs [R, O])`` (mbrl-lib's); replaces ``termination``.
+      reward_fn: ``package.module:function``, the model rollouts' rewards
+        ``fn(action [R, A], next_obs [R, O]) -> float [R]`` instead of the model's
+        (Emote's ``reward_fn``).
     """
 
     learning_starts: int = option(5_000, ge=0)
@@ -123,7 +137,21 @@ class MBPOConfig(SACConfig):
     epoch_length: int = option(1_000, ge=1)
     model_retain_epochs: int = option(1, ge=1)
     real_ratio: float = option(0.05, ge=0, le=1)
+    real_ratio_end: float | None = option(None, ge=0, le=1)
+    real_ratio_steps: int | None = option(None, ge=1)
     termination: Literal["auto", "never"] = "auto"
+    termination_fn: str | None = None
+    reward_fn: str | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if (self.real_ratio_end is None) != (self.real_ratio_steps is None):
+            raise ValueError(
+                "a real_ratio schedule needs both real_ratio_end and real_ratio_steps "
+                "(env steps); give both or neither"
+            )
+        if self.termination_fn is not None and self.termination != "auto":
+            raise ValueError("termination_fn replaces termination: leave termination auto")
 
 
 @flax.struct.dataclass
@@ -152,7 +180,8 @@ class MBPOState:
 
 
 def check_config(spec: EnvSpec, cfg: MBPOConfig, name: str) -> Callable:
-    """One line for each mistake the ranges cannot state; returns the termination fn."""
+    """One line for each mistake the ranges cannot state; returns the termination
+    function ``(action [R, A], next_obs [R, O]) -> bool [R]``."""
     a, b, x, y = (cfg.rollout_schedule + (0.0,) * 4)[:4]
     lengths_ok = x >= 1 and y >= 1 and x == int(x) and y == int(y)
     if len(cfg.rollout_schedule) != 4 or not lengths_ok or (a >= b and x != y):
@@ -168,36 +197,17 @@ def check_config(spec: EnvSpec, cfg: MBPOConfig, name: str) -> Callable:
         )
     if len(spec.obs_shape) != 1 or spec.obs_extras:
         raise ConfigError(f"agent '{name}' needs flat vector observations, got {spec.obs_shape}")
+    if cfg.termination_fn is not None:
+        return cast(Callable, user_functions(spec, cfg.termination_fn, None, name)[0])
     if cfg.termination == "never":
-        return TERMINATIONS["Pendulum"]
+        return lambda action, next_obs: TERMINATIONS["Pendulum"](next_obs)
     for env, fn in TERMINATIONS.items():
         if env in spec.name:
-            return fn
+            return lambda action, next_obs, fn=fn: fn(next_obs)
     raise ConfigError(
         f"agent '{name}' has no termination function for {spec.name}; known: "
         f"{', '.join(TERMINATIONS)}; or set termination=never"
     )
-
-
-def mixed_buffer(real: ReplayBuffer | None, model: ReplayBuffer | None) -> ReplayBuffer:
-    """A buffer view over the state ``(real_state, model_state)`` whose ``sample`` is the
-    concatenation ``[real batch; model batch]`` (either may be absent: None), for the
-    skeleton's ``learn``."""
-
-    def sample(state, key):
-        real_key, model_key = jax.random.split(key)
-        parts = []
-        if real is not None:
-            parts.append(real.sample(state[0], real_key).experience)
-        if model is not None:
-            parts.append(model.sample(state[1], model_key).experience)
-        experience = jax.tree.map(lambda *xs: jnp.concatenate(xs, 0), *parts)
-        b = experience.reward.shape[0]
-        zeros = jnp.zeros((b,), jnp.int32)
-        return ReplaySample(experience, zeros, zeros, zeros, jnp.ones((b,), jnp.float32))
-
-    any_one = cast(ReplayBuffer, real if real is not None else model)  # one at least
-    return any_one._replace(sample=sample, num_items=lambda s: jnp.ones((), jnp.int32))
 
 
 class Model(NamedTuple):
@@ -225,7 +235,10 @@ def make_model(
 ) -> Model:
     """The ensemble, its training phase and the rollouts into ``model_ring``."""
     terminal = check_config(spec, cfg, name)
-    obs_dim, action_dim = spec.obs_shape[0], action_box(spec, name)[0].shape[0]
+    reward_of = user_functions(spec, None, cfg.reward_fn, name)[1]
+    low, high = action_box(spec, name)
+    obs_dim, action_dim = spec.obs_shape[0], low.shape[0]
+    in_env_units = lambda action: (high + low) / 2 + (high - low) / 2 * action
     in_dim, out_dim = obs_dim + action_dim, obs_dim + 1
     ens = GaussianEnsemble(cfg.num_members, cfg.model_hidden_sizes, out_dim)
     model_opt = optax.scale_by_adam()
@@ -305,7 +318,9 @@ def make_model(
         mean, log_var = mean[pick, jnp.arange(r)], log_var[pick, jnp.arange(r)]
         out = mean + jnp.exp(0.5 * log_var) * jax.random.normal(noise_key, mean.shape)
         next_obs = obs + out[:, 1:]
-        return action, out[:, 0], next_obs, terminal(next_obs)
+        env_action = in_env_units(action)  # what the env's functions take
+        reward = out[:, 0] if reward_of is None else reward_of(env_action, next_obs)
+        return action, reward, next_obs, terminal(env_action, next_obs)
 
     def rollout(learner, model, buffer_state, model_buffer, step, key):
         """Model rollouts of ``rollout_length(epoch)`` steps into the model buffer."""
@@ -339,6 +354,30 @@ def nan_like(fn: Callable, *args: Any) -> Any:
     return jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), jax.eval_shape(fn, *args))
 
 
+def sac_buffers(
+    spec: EnvSpec, cfg: MBPOConfig, name: str, model_size: int
+) -> tuple[ReplayBuffer, ReplayBuffer, ReplayBuffer, Callable | None]:
+    """``(real, model_ring, sac_buffer, real_rows)``: the real transitions' buffer, the
+    model's ring of ``model_size`` rows, the view SAC samples its minibatches from
+    (``mixed_buffer`` at a constant ``real_ratio``; ``scheduled_buffer`` with a schedule)
+    and, with a schedule, ``real_rows(step) -> int32``, the real rows of a minibatch at
+    env step ``step`` (``floor(batch_size * ratio)``, as ``real_batch_size``); else None."""
+    n_real = real_batch_size(cfg.batch_size, cfg.real_ratio)
+    n_model = cfg.batch_size - n_real
+    if cfg.real_ratio_steps is not None:  # every row may be either: whole batches of both
+        n_real = n_model = cfg.batch_size
+    real = make_replay(
+        spec, dataclasses.replace(cfg, batch_size=max(n_real, 1)), name, "full", False
+    )
+    model_ring = make_uniform_replay(model_size, cfg.rollout_batch_size, max(n_model, 1))
+    if cfg.real_ratio_steps is None:
+        mixed = mixed_buffer(real if n_real else None, model_ring if n_model else None)
+        return real, model_ring, mixed, None
+    ratio = linear_schedule(cfg.real_ratio, cfg.real_ratio_end or 0.0, cfg.real_ratio_steps)
+    rows = lambda step: jnp.floor(cfg.batch_size * ratio(step)).astype(jnp.int32)
+    return real, model_ring, scheduled_buffer(real, model_ring), rows
+
+
 def make_agent(spec: EnvSpec, cfg: MBPOConfig, name: str = "mbpo") -> Agent:
     """Builds an MBPO agent for ``spec`` from a validated config."""
     algorithm = sac_algorithm(spec, cfg, name)
@@ -348,13 +387,7 @@ def make_agent(spec: EnvSpec, cfg: MBPOConfig, name: str = "mbpo") -> Agent:
     centre, half = (high + low) / 2, (high - low) / 2
     r, max_len = cfg.rollout_batch_size, int(max(cfg.rollout_schedule[2:]))
     rows = max_len * max(1, cfg.epoch_length // cfg.model_train_freq) * cfg.model_retain_epochs
-    n_real = real_batch_size(cfg.batch_size, cfg.real_ratio)
-    n_model = cfg.batch_size - n_real
-    real = make_replay(
-        spec, dataclasses.replace(cfg, batch_size=max(n_real, 1)), name, "full", False
-    )
-    model_ring = make_uniform_replay(r * rows, r, max(n_model, 1))
-    sac_buffer = mixed_buffer(real if n_real else None, model_ring if n_model else None)
+    real, model_ring, sac_buffer, real_rows = sac_buffers(spec, cfg, name, r * rows)
     model_fns = make_model(spec, cfg, name, algorithm.policy, model_ring)
 
     def init(key: jax.Array) -> MBPOState:
@@ -389,7 +422,10 @@ def make_agent(spec: EnvSpec, cfg: MBPOConfig, name: str = "mbpo") -> Agent:
         learning = (step >= ls) & (model_ring.num_items(model_buffer) > 0)
         g = cfg.updates_per_step * num_steps
         do_learn = functools.partial(learn, cfg, sac_buffer, algorithm, num_steps=g)
-        learn_args = (state.learner, (buffer_state, model_buffer), state.hparams, learn_key)
+        buffers: tuple = (buffer_state, model_buffer)
+        if real_rows is not None:  # the real_ratio schedule: this update's real rows
+            buffers = (*buffers, real_rows(step))
+        learn_args = (state.learner, buffers, state.hparams, learn_key)
         no_sac = nan_like(lambda *a: do_learn(*a)[1], *learn_args)
         (learner, _), sac_metrics = jax.lax.cond(
             learning, do_learn, lambda learner, *_: ((learner, None), no_sac), *learn_args

@@ -69,6 +69,7 @@ from jaxrl.agents.off_policy.core import (
     td_target,
 )
 from jaxrl.networks.continuous import SquashedGaussianActor
+from jaxrl.ops import linear_schedule
 from jaxrl.ops.squashed_gaussian import squashed_gaussian_sample
 from jaxrl.ops.targets import soft_update
 from jaxrl.types import Agent, ConfigError, EnvSpec
@@ -105,6 +106,12 @@ class SACConfig(OffPolicyConfig):
         ``log_alpha`` is clipped to ``log(max_alpha)`` where read and after each update.
       terminal_masking: cut the target's bootstrap where an episode terminated (Emote's
         ``use_terminal_masking``). Emote's default is off; off needs ``n_step`` 1.
+      target_entropy_end: the target entropy at the end of a linear schedule from
+        ``target_entropy`` over ``target_entropy_steps`` gradient steps (Emote's
+        ``t_entropy`` given as a ``LinearSchedule``, which steps once per backward pass);
+        None: constant.
+      target_entropy_steps: the schedule's length in gradient steps; with
+        ``target_entropy_end`` only.
     """
 
     num_critics: int = option(2, ge=1)
@@ -116,9 +123,18 @@ class SACConfig(OffPolicyConfig):
     log_std_max: float = option(2.0)
     max_alpha: float | None = option(None, gt=0)
     terminal_masking: bool = True
+    target_entropy_end: float | None = option(None)
+    target_entropy_steps: int | None = option(None, ge=1)
 
     def __post_init__(self):
         super().__post_init__()
+        if (self.target_entropy_end is None) != (self.target_entropy_steps is None):
+            raise ValueError(
+                "a target-entropy schedule needs both target_entropy_end and "
+                "target_entropy_steps (gradient steps); give both or neither"
+            )
+        if self.target_entropy_end is not None and not self.autotune_alpha:
+            raise ValueError("a target-entropy schedule tunes alpha: set autotune_alpha true")
         if not self.terminal_masking and self.n_step != 1:
             raise ValueError("terminal_masking false takes one-step targets: set n_step 1")
         if self.max_alpha is not None and not self.autotune_alpha:
@@ -191,6 +207,15 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
             return log_alpha
         return jnp.minimum(log_alpha, jnp.log(jnp.float32(cfg.max_alpha)))
 
+    def entropy_target(h: dict[str, jax.Array], updates: jax.Array) -> jax.Array:
+        """The target entropy at gradient step ``updates`` (the schedule, or constant)."""
+        if cfg.target_entropy_steps is None:
+            return h["target_entropy"]
+        ramp = linear_schedule(
+            h["target_entropy"], h["target_entropy_end"], cfg.target_entropy_steps
+        )
+        return ramp(updates)
+
     def sample(actor_params, obs, key):
         """``(action [B, A] in [-1, 1], log_prob [B])``, reparameterized."""
         mean, log_std = actor.apply(actor_params, obs)
@@ -250,7 +275,8 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
 
         # Temperature.
         extra = learner.extra
-        entropy_gap = jax.lax.stop_gradient(log_prob + h["target_entropy"])
+        target = entropy_target(h, learner.updates)
+        entropy_gap = jax.lax.stop_gradient(log_prob + target)
         alpha_loss = lambda la: -jnp.mean(la * entropy_gap)
         a_loss, grad = jax.value_and_grad(alpha_loss)(log_alpha)
         if cfg.autotune_alpha:
@@ -278,6 +304,8 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
             "entropy": -log_prob.mean(),
             "q_mean": q_mean,
         }
+        if cfg.target_entropy_steps is not None:
+            metrics["target_entropy"] = target
         if td_error is not None:  # prioritized replay: the skeleton's new priorities
             metrics["td_error"] = td_error
         return learner, metrics
@@ -289,9 +317,18 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
         gradient_step=gradient_step,
         init_extra=init_extra,
         target_actor=False,
-        hparams={"alpha": cfg.alpha, "alpha_lr": cfg.alpha_lr, "target_entropy": target_entropy},
+        hparams=sac_hparams(cfg, target_entropy),
         encoder=encoder,
     )
+
+
+def sac_hparams(cfg: SACConfig, target_entropy: float) -> dict[str, float]:
+    """SAC's continuous hyperparameters (sweepable): the temperature's, and the target
+    entropy's schedule end where one is set."""
+    hparams = {"alpha": cfg.alpha, "alpha_lr": cfg.alpha_lr, "target_entropy": target_entropy}
+    if cfg.target_entropy_end is not None:
+        hparams["target_entropy_end"] = cfg.target_entropy_end
+    return hparams
 
 
 def make_sac(spec: EnvSpec, **overrides: Any) -> Agent:

@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from jaxrl import agents
-from jaxrl.agents.off_policy.mbpo import TERMINATIONS, mixed_buffer
+from jaxrl.agents.off_policy.mbpo import MBPOConfig, sac_buffers
+from jaxrl.agents.off_policy.model_data import (
+    TERMINATIONS,
+    mixed_buffer,
+    scheduled_buffer,
+    user_functions,
+)
 from jaxrl.buffers import make_uniform_replay
 from jaxrl.ops.model_based import rollout_length
 from jaxrl.types import Box, ConfigError, EnvSpec, Transition
@@ -50,6 +56,42 @@ def test_minibatches_mix_real_and_model_data_by_real_ratio(real_ratio):
     assert int((reward == 1.0).sum()) == n_real and int((reward == -1.0).sum()) == batch - n_real
 
 
+def test_a_real_ratio_schedule_sets_the_real_rows_of_each_minibatch():
+    """``real_ratio`` 0.5 -> 0 over 100 env steps: floor(16 * ratio) real rows, the first
+    ones of the batch, the rest from the model."""
+    cfg = MBPOConfig(**OPTS, real_ratio=0.5, real_ratio_end=0.0, real_ratio_steps=100)
+    real, model, view, real_rows = sac_buffers(SPEC, cfg, "mbpo", 64)
+    assert real_rows is not None
+    steps = np.array([0, 30, 50, 99, 100, 500])
+    want = np.floor(16 * (0.5 + (0.0 - 0.5) * np.clip(steps / 100, 0, 1))).astype(int)
+    np.testing.assert_array_equal([int(real_rows(jnp.int32(t))) for t in steps], want)
+    ring = make_uniform_replay(100, 1, 1)
+
+    def fill_and_sample(key, n_real):
+        empty = ring.init(jax.tree.map(lambda x: x[0], transitions(1, 0.0)))
+        states = ring.add(empty, transitions(50, 1.0)), ring.add(empty, transitions(60, -1.0))
+        both = (make_uniform_replay(100, 1, 16), make_uniform_replay(100, 1, 16))
+        return scheduled_buffer(*both).sample((*states, n_real), key).experience.reward
+
+    for n_real in (0, 5, 16):
+        reward = np.asarray(jax.jit(fill_and_sample)(jax.random.PRNGKey(0), jnp.int32(n_real)))
+        np.testing.assert_array_equal(reward[:, 0], np.where(np.arange(16) < n_real, 1.0, -1.0))
+
+
+def test_user_termination_and_reward_functions():
+    """Emote's ``termination_fn(next_obs)`` and mbrl-lib's ``(action, next_obs)`` form, and a
+    ``reward_fn``, against NumPy (the rollouts use them: ``phase``)."""
+    one, _ = user_functions(SPEC, "tests.user_code:mbpo_done", None, "mbpo")
+    two, reward = user_functions(
+        SPEC, "tests.user_code:mbpo_done_of_action", "tests.user_code:mbpo_reward", "mbpo"
+    )
+    s = jnp.asarray([[0.7, 0.0, 0.0], [0.2, 0.0, 0.0]])
+    a = jnp.asarray([[1.5], [-0.5]])
+    np.testing.assert_array_equal(one(a, s), [True, False])
+    np.testing.assert_array_equal(two(a, s), [True, False])
+    np.testing.assert_allclose(reward(a, s), [-0.49 - 0.15, -0.04 + 0.05], rtol=1e-6)
+
+
 def linear_data(n: int, seed: int) -> Transition:
     """A known system: s' = s + 0.1 a (every dim), r = -|s|^2 / 3; actions in the env's box."""
     rng = np.random.default_rng(seed)
@@ -61,7 +103,12 @@ def linear_data(n: int, seed: int) -> Transition:
 
 @pytest.fixture(scope="module")
 def phase():
-    agent = agents.make("mbpo", SPEC, **OPTS)
+    """Two updates, the first with a model phase; the model's rollouts take a user's
+    termination function (never) and reward function (``tests/user_code.py``)."""
+    user = dict(
+        termination_fn="tests.user_code:mbpo_never", reward_fn="tests.user_code:mbpo_reward"
+    )
+    agent = agents.make("mbpo", SPEC, **OPTS, **user)
     update = jax.jit(agent.update)
     state = jax.jit(agent.init)(jax.random.PRNGKey(0))
     first, m1 = update(state, jax.tree.map(jnp.asarray, linear_data(T, 0)), jax.random.PRNGKey(1))
@@ -103,7 +150,13 @@ def test_rollouts_start_from_real_states_and_follow_the_schedule(phase):
     np.testing.assert_array_equal(ring.data.obs[1], ring.data.next_obs[0])
     np.testing.assert_array_equal(ring.data.obs[2], ring.data.next_obs[1])
     assert not np.asarray(ring.data.terminated).any()
-    assert np.isfinite(np.asarray(ring.data.reward[:k])).all()
+    # The user's reward function of the env's action (Pendulum's box: [-2, 2]) and s'.
+    env_action, next_obs = (
+        2.0 * np.asarray(ring.data.action[:k]),
+        np.asarray(ring.data.next_obs[:k]),
+    )
+    want = -(next_obs**2).sum(-1) - 0.1 * env_action[..., 0]
+    np.testing.assert_allclose(np.asarray(ring.data.reward[:k]), want, rtol=1e-5, atol=1e-6)
     # The model predicts s' - s = 0.1 a, with a the normalized action times the box's 2.
     step = np.asarray(ring.data.next_obs[0] - ring.data.obs[0])
     np.testing.assert_allclose(
@@ -143,8 +196,30 @@ def test_termination_functions_by_env():
         (["--agent.num_elites", "9"], "'num_elites' (9) must be at most 'num_members' (7)"),
         (["--agent.n_step", "3"], "does not take option 'n_step': it is fixed at 1"),
         (["--agent.prioritized", "true"], "does not take option 'prioritized'"),
+        (["--agent.termination_fn", "tests.no_such_module:done"], "cannot import module"),
+        (["--agent.termination_fn", "tests.user_code:no_such"], "has no function 'no_such'"),
+        (["--agent.termination_fn", "done"], "needs package.module:function"),
+        (
+            ["--agent.reward_fn", "tests.user_code:mbpo_reward_per_dim"],
+            "must return one value per state, shape [2]; got (2, 3)",
+        ),
+        (["--agent.real_ratio_end", "0.5"], "needs both real_ratio_end and real_ratio_steps"),
+        (["--agent.target_entropy_end", "-2"], "needs both target_entropy_end and"),
     ],
 )  # fmt: skip
 def test_user_mistakes_exit_2_with_one_line(tmp_path, capsys, argv, fragment):
     assert train_into(tmp_path / "runs", "--agent", "mbpo", "--env", "Pendulum", *argv) == (2, [])
     one_line_error(capsys, fragment)
+
+
+def test_a_config_file_naming_a_model_function_needs_import(tmp_path, capsys):
+    """A config file is data: its ``termination_fn`` module is imported only when the
+    command line names it (``--import``); named there, the run is built."""
+    config = tmp_path / "mbpo.yaml"
+    config.write_text("agent:\n  name: mbpo\n  termination_fn: tests.user_code:mbpo_never\n")
+    argv = ["--config", str(config), "--env", "Pendulum"]
+    assert train_into(tmp_path / "runs", *argv) == (2, [])
+    one_line_error(capsys, "would import module 'tests.user_code', which the command line")
+    wrong = ["--agent.reward_fn", "tests.user_code:mbpo_reward_per_dim"]  # the next mistake
+    assert train_into(tmp_path / "runs", *argv, *wrong, "--import", "tests.user_code") == (2, [])
+    one_line_error(capsys, "must return one value per state")

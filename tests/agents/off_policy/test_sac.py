@@ -2,6 +2,8 @@
 against NumPy computations from the networks' outputs, a fixed alpha, and training on
 Pendulum through the fused runner."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -29,15 +31,26 @@ def as64(x):
         dict(max_alpha=0.5),  # Emote's bound: alpha 1 read as 0.5, the step clipped again
         dict(terminated=True),  # the bootstrap cut
         dict(terminated=True, terminal_masking=False),  # Emote's default: not cut
+        # Emote's t_entropy as a LinearSchedule, at gradient step 3 of 4: 3 -> -1
+        dict(
+            alpha=2.0,
+            target_entropy=3.0,
+            target_entropy_end=-1.0,
+            target_entropy_steps=4,
+            updates=3,
+        ),
     ],
 )
 def test_one_gradient_step_matches_numpy(options):
     gamma, tau, lr = 0.9, 0.2, 1e-2
     options = dict(options)
     terminated = options.pop("terminated", False)
+    updates = options.pop("updates", 0)
     opts = dict(TINY, gamma=gamma, tau=tau, alpha_lr=lr, **options)
     agent, cfg = agents.make("sac", SPEC, **opts), SACConfig(**opts)
     state = jax.jit(agent.init)(jax.random.PRNGKey(0))
+    learner = dataclasses.replace(state.learner, updates=jnp.int32(updates))
+    state = dataclasses.replace(state, learner=learner)
     data = one_transition(1, terminated)
     key = jax.random.PRNGKey(2)
     new, metrics = jax.jit(agent.update)(state, data, key)
@@ -53,6 +66,10 @@ def test_one_gradient_step_matches_numpy(options):
     alpha = min(options.get("alpha", 1.0), options.get("max_alpha", np.inf))
     cut = terminated and cfg.terminal_masking
     target_entropy = -2.0 if cfg.target_entropy is None else cfg.target_entropy
+    if cfg.target_entropy_end is not None:  # linear in the gradient steps taken before
+        frac = min(updates / cfg.target_entropy_steps, 1.0)
+        target_entropy = (1 - frac) * target_entropy + frac * cfg.target_entropy_end
+        np.testing.assert_allclose(float(metrics["target_entropy"]), target_entropy, rtol=1e-6)
 
     # Critics: y = scale r + gamma (min_k Qbar_k(s', a') - alpha log pi(a'|s')).
     next_action, next_logp = squashed_gaussian_sample(
