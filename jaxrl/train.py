@@ -83,7 +83,22 @@ IMPORT_FLAG: tuple[str, dict[str, Any]] = ("--import", {})  # trust.add_import_a
 FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--agent", dict(action=_Once, help="agent name (default: dqn)")),
     ("--env", dict(action=_Once, help="environment name (default: CartPole-v1)")),
-    ("--config", dict(action=_Once, metavar="FILE.yaml", help="experiment config file")),
+    (
+        "--config -c",
+        dict(
+            action=_Once,
+            metavar="FILE.yaml",
+            help="experiment config file (jaxrl's, or RLHive's experiment file)",
+        ),
+    ),
+    (
+        "--preset -p",
+        dict(
+            action=_Once,
+            metavar="NAME",
+            help="a preset by name (jaxrl/presets), or RLHive's preset path (atari/dqn.yml)",
+        ),
+    ),
     ("--steps", dict(action=_Once, type=int, help="total environment steps")),
     ("--seed", dict(action=_Once, type=int, help="random seed")),
     ("--num-envs", dict(action=_Once, type=int, help="parallel environments")),
@@ -196,12 +211,13 @@ def _make_parser() -> ArgumentParser:
         if (flag, options) == IMPORT_FLAG:
             trust.add_import_argument(parser)
         else:
-            parser.add_argument(flag, **options)
+            parser.add_argument(*flag.split(), **options)
     return parser
 
 
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]:
     """Splits ``argv`` into the named flags and the dotted overrides."""
+    from jaxrl.experiment import rlhive
     from jaxrl.experiment.config import parse_override
     from jaxrl.suggest import did_you_mean
 
@@ -249,7 +265,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
                 raise ConfigError(f"override '{token}' needs a value")
             value = rest[i + 1]
             i += 1
-        overrides[key] = parse_override(value)
+        overrides[rlhive.override(key)] = parse_override(value)  # --ag.X: --agent.X
         i += 1
     return args, overrides
 
@@ -308,6 +324,33 @@ def named_modules(args: argparse.Namespace, overrides: dict[str, Any]) -> list[s
     return [*args.imports, *filter(None, map(trust.module_of, names))]
 
 
+def _rlhive_choices(args: argparse.Namespace) -> list[str]:
+    """``--preset NAME`` checked (an RLHive preset path made the jaxrl preset and env of
+    ``rlhive.PRESETS``), and the command-line choices an RLHive file implies (self-play,
+    the checkpoint period; the command line's win); returns the file's notes."""
+    from jaxrl.experiment import config, rlhive
+
+    if args.preset is not None:
+        if args.config is not None:
+            raise ConfigError("give --config FILE or --preset NAME, not both")
+        name, env = rlhive.PRESETS.get(args.preset, (args.preset, None))
+        if name not in config.presets():
+            raise ConfigError(
+                f"unknown preset '{args.preset}'; jaxrl's: {', '.join(config.presets())}; "
+                f"RLHive's: {', '.join(rlhive.PRESETS)}"
+            )
+        if env is None and args.env is None and not config.load_preset(name)["env"].get("name"):
+            raise ConfigError(f"preset '{name}' is for a family of envs: give --env NAME")
+        args.preset, args.env = name, args.env or env
+    translated = None if args.config is None else config.rlhive_file(args.config)
+    if translated is None:
+        return []
+    args.self_play = args.self_play or translated.self_play
+    if args.checkpoint_every is None and translated.checkpoint_every is not None:
+        args.checkpoint_every = translated.checkpoint_every
+    return translated.notes
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     return trust.run_main(_main, argv)
 
@@ -346,6 +389,7 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
             return 0
         if args.step is not None:
             raise ConfigError("--step selects the checkpoint a --resume continues from")
+        notes = _rlhive_choices(args)
         launch = Launch(
             seeds=1 if args.seeds is None else args.seeds,
             sweep=parse_sweep(args.sweep),
@@ -377,7 +421,10 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
             seed=args.seed,
             num_envs=args.num_envs,
             overrides=overrides,
+            preset=args.preset,
         )
+        for note in notes:  # an RLHive file's keys jaxrl does not use, once it is valid
+            print(f"note: {note}", file=sys.stderr)
         run_experiment(config, args.logdir, launch=launch, self_play=bool(args.self_play))
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)

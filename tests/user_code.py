@@ -163,24 +163,3 @@ def make_wrong_actions(spec, **overrides) -> Agent:
 BAD_AGENTS = {"not_an_agent": make_not_an_agent, "wrong_actions": make_wrong_actions}
 for _name, _fn in BAD_AGENTS.items():
     jaxrl.agents.register(_name, _fn, description="breaks the agent contract")
-
-
-# MBPO's model functions, as a user gives them (--agent.termination_fn MODULE:FN).
-def mbpo_done(next_obs):  # Emote's form: the next observations only
-    return next_obs[..., 0] > 0.5
-
-
-def mbpo_never(next_obs):
-    return jnp.zeros(next_obs.shape[:-1], bool)
-
-
-def mbpo_done_of_action(action, next_obs):  # mbrl-lib's form
-    return action[..., 0] > 1.0
-
-
-def mbpo_reward(action, next_obs):
-    return -(next_obs**2).sum(-1) - 0.1 * action[..., 0]
-
-
-def mbpo_reward_per_dim(action, next_obs):  # the wrong shape: [R, O], not [R]
-    return next_obs

@@ -32,6 +32,7 @@ import yaml
 
 from jaxrl import agents, aliases, envs
 from jaxrl.agents import AgentConfig
+from jaxrl.experiment import rlhive
 from jaxrl.runners import RunConfig
 from jaxrl.runners.base import SELF_PLAY_OPTIONS, ChunkLayout
 from jaxrl.suggest import close
@@ -140,7 +141,25 @@ def rounded_steps(run: RunConfig, num_envs: int) -> int:
 
 
 def load_yaml(path: str | Path) -> dict[str, Any]:
-    """Reads a YAML mapping with ``yaml.safe_load``; ConfigError if missing or malformed."""
+    """Reads a YAML mapping with ``yaml.safe_load``; ConfigError if missing or malformed.
+    An RLHive experiment file is read as the jaxrl config it means
+    (``experiment.rlhive``)."""
+    data = _read_mapping(path)
+    if rlhive.is_rlhive(data):
+        data = rlhive.translate(data, str(path)).config
+    return _checked_sections(data, Path(path))
+
+
+def rlhive_file(path: str | Path) -> rlhive.Translated | None:
+    """The translation of the RLHive experiment file at ``path`` (its command-line choices
+    and notes), or None for any other file."""
+    data = _read_mapping(path)
+    return rlhive.translate(data, str(path)) if rlhive.is_rlhive(data) else None
+
+
+def _read_mapping(path: str | Path) -> dict[str, Any]:
+    """The YAML mapping at ``path`` (``yaml.safe_load``); ConfigError if missing or
+    malformed."""
     if str(path) == "":
         raise ConfigError("--config is empty; give a YAML file (a run's config.yaml, a preset)")
     path = Path(path)
@@ -169,6 +188,11 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
         )
     if not isinstance(data, dict):
         raise ConfigError(f"config file '{path}' must hold a mapping with keys {SECTIONS}")
+    return data
+
+
+def _checked_sections(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``data`` if its keys and sections are a config's; ConfigError (one line) if not."""
     unknown = set(data) - {*SECTIONS, "preset", AGENTS}
     if unknown:
         raise ConfigError(
@@ -283,6 +307,7 @@ def resolve(
     num_envs: int | None = None,
     overrides: Mapping[str, Any] | None = None,
     agent_list: list[str] | None = None,
+    preset: str | None = None,
 ) -> Experiment:
     """Returns the effective, fully validated experiment (see module docstring).
 
@@ -290,6 +315,9 @@ def resolve(
     to values. Raises ``ConfigError`` for any user mistake.
     """
     base: dict[str, Any] = {}
+    if preset is not None:  # --preset NAME: that preset, as if found for the pair
+        load_preset(preset)  # an unknown name: one line
+        base = {**load_config_file(presets()[preset]), "preset": preset}
     if config_file is not None:
         base = load_config_file(config_file)
         if isinstance(base.get("agent"), dict):  # epsilon_decay alone, as on the CLI
@@ -297,14 +325,15 @@ def resolve(
     first = agent_list[0] if agent_list else None  # independent agents: player 0's
     agent_name = agent or first or base.get("agent", {}).get("name") or "dqn"
     env_name = envs.canonical_name(env or base.get("env", {}).get("name") or "CartPole-v1")
-    if config_file is None:
-        preset = find_preset(agent_name, env_name)
-        if preset is not None:
-            base = {**load_preset(preset), "preset": preset}
+    if config_file is None and preset is None:
+        found = find_preset(agent_name, env_name)
+        if found is not None:
+            base = {**load_preset(found), "preset": found}
     file_agent = base.get("agent", {}).get("name")
-    if config_file is not None and file_agent not in (None, agent_name):
+    if (config_file or preset) is not None and file_agent not in (None, agent_name):
         raise ConfigError(
-            f"config file '{config_file}' is for agent '{file_agent}', not '{agent_name}'; "
+            f"{f'config file {config_file!r}' if config_file else f'preset {preset!r}'} is "
+            f"for agent '{file_agent}', not '{agent_name}'; "
             f"give --agent {file_agent}, or leave out --config (a preset is used if one exists)"
         )
     # A different env on the command line discards the file's options for its env.
@@ -394,7 +423,36 @@ def _apply_flags(
                     f"agent '{agent_name}'; give one"
                 )
             cfg["agent"] = _without_aliases_of(key, cfg["agent"], agent_name)
-        cfg[section][key] = value
+        if "." in key:  # --agent.torso.channels: a field of a mapping-valued option
+            option, mapping = _nested(cfg[section], key, value, section, agent_name)
+            cfg[section][option] = mapping
+        else:
+            cfg[section][key] = value
+
+
+def _nested(
+    options: Mapping[str, Any], key: str, value: Any, section: str, agent: str
+) -> tuple[str, dict[str, Any]]:
+    """``(option, mapping)`` for the nested override ``--SECTION.OPTION.FIELD VALUE``: the
+    option's mapping (as given, its default, or a built-in torso's spec by name) with
+    ``FIELD`` set; ConfigError (one line) where the option holds no mapping."""
+    from jaxrl.networks.spec import PRESETS
+
+    option, _, field = key.partition(".")
+    current: Any = options.get(option)
+    if current is None and section == "agent":
+        config = agents.entry(agent).config
+        defaults = {f.name: f.default for f in dataclasses.fields(config)} if config else {}
+        current = defaults.get(option)
+    if option == "torso" and isinstance(current, str) and current in PRESETS:
+        current = config_to_dict(PRESETS[current])
+    if not isinstance(current, Mapping) or "." in field:
+        raise ConfigError(
+            f"nested override '--{section}.{key}' does not exist: '{option}' of "
+            f"{section} '{agent if section == 'agent' else options.get('name', '')}' holds "
+            f"{current!r}, not a mapping of fields"
+        )
+    return option, {**current, field: value}
 
 
 def _option_named(key: str, agent: str) -> str:

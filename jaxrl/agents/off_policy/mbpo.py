@@ -109,17 +109,17 @@ class MBPOConfig(SACConfig):
       epoch_length: env steps per epoch of the rollout schedule (1,000).
       model_retain_epochs: epochs of rollouts the model buffer holds (1).
       real_ratio: the fraction of real transitions in a SAC minibatch (0.05).
-      real_ratio_end, real_ratio_steps: a linear schedule of that fraction, from
-        ``real_ratio`` at env step 0 to ``real_ratio_end`` at ``real_ratio_steps``; None:
-        constant. With a schedule each minibatch row is real or model by its index
+      real_ratio_end: the real fraction a linear schedule from ``real_ratio`` ends at;
+        None: constant. With a schedule each minibatch row is real or model by its index
         (``scheduled_buffer``).
+      real_ratio_steps: that schedule's length in env steps.
       termination: "auto" (by env name, module docstring) or "never".
-      termination_fn: ``package.module:function``, the model rollouts' terminations:
+      termination_fn: the model rollouts' terminations, a ``package.module:function``.
         ``fn(next_obs [R, O]) -> bool [R]`` (Emote's ``termination_fn``) or
         ``fn(action [R, A], next_obs [R, O])`` (mbrl-lib's); replaces ``termination``.
-      reward_fn: ``package.module:function``, the model rollouts' rewards
-        ``fn(action [R, A], next_obs [R, O]) -> float [R]`` instead of the model's
-        (Emote's ``reward_fn``).
+      reward_fn: the model rollouts' rewards, a ``package.module:function``.
+        ``fn(action [R, A], next_obs [R, O]) -> float [R]``, used instead of the model's
+        reward (Emote's ``reward_fn``).
     """
 
     learning_starts: int = option(5_000, ge=0)

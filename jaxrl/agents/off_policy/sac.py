@@ -106,12 +106,10 @@ class SACConfig(OffPolicyConfig):
         ``log_alpha`` is clipped to ``log(max_alpha)`` where read and after each update.
       terminal_masking: cut the target's bootstrap where an episode terminated (Emote's
         ``use_terminal_masking``). Emote's default is off; off needs ``n_step`` 1.
-      target_entropy_end: the target entropy at the end of a linear schedule from
-        ``target_entropy`` over ``target_entropy_steps`` gradient steps (Emote's
-        ``t_entropy`` given as a ``LinearSchedule``, which steps once per backward pass);
-        None: constant.
-      target_entropy_steps: the schedule's length in gradient steps; with
-        ``target_entropy_end`` only.
+      target_entropy_end: the target entropy a linear schedule from ``target_entropy``
+        ends at; None: constant. Emote's ``t_entropy`` given as a ``LinearSchedule``,
+        which steps once per backward pass.
+      target_entropy_steps: that schedule's length in gradient steps.
     """
 
     num_critics: int = option(2, ge=1)

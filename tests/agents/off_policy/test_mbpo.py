@@ -81,9 +81,9 @@ def test_a_real_ratio_schedule_sets_the_real_rows_of_each_minibatch():
 def test_user_termination_and_reward_functions():
     """Emote's ``termination_fn(next_obs)`` and mbrl-lib's ``(action, next_obs)`` form, and a
     ``reward_fn``, against NumPy (the rollouts use them: ``phase``)."""
-    one, _ = user_functions(SPEC, "tests.user_code:mbpo_done", None, "mbpo")
+    one, _ = user_functions(SPEC, "tests.user_model_fns:mbpo_done", None, "mbpo")
     two, reward = user_functions(
-        SPEC, "tests.user_code:mbpo_done_of_action", "tests.user_code:mbpo_reward", "mbpo"
+        SPEC, "tests.user_model_fns:mbpo_done_of_action", "tests.user_model_fns:mbpo_reward", "mbpo"
     )
     s = jnp.asarray([[0.7, 0.0, 0.0], [0.2, 0.0, 0.0]])
     a = jnp.asarray([[1.5], [-0.5]])
@@ -104,9 +104,10 @@ def linear_data(n: int, seed: int) -> Transition:
 @pytest.fixture(scope="module")
 def phase():
     """Two updates, the first with a model phase; the model's rollouts take a user's
-    termination function (never) and reward function (``tests/user_code.py``)."""
+    termination function (never) and reward function (``tests/user_model_fns.py``)."""
     user = dict(
-        termination_fn="tests.user_code:mbpo_never", reward_fn="tests.user_code:mbpo_reward"
+        termination_fn="tests.user_model_fns:mbpo_never",
+        reward_fn="tests.user_model_fns:mbpo_reward",
     )
     agent = agents.make("mbpo", SPEC, **OPTS, **user)
     update = jax.jit(agent.update)
@@ -197,10 +198,10 @@ def test_termination_functions_by_env():
         (["--agent.n_step", "3"], "does not take option 'n_step': it is fixed at 1"),
         (["--agent.prioritized", "true"], "does not take option 'prioritized'"),
         (["--agent.termination_fn", "tests.no_such_module:done"], "cannot import module"),
-        (["--agent.termination_fn", "tests.user_code:no_such"], "has no function 'no_such'"),
+        (["--agent.termination_fn", "tests.user_model_fns:no_such"], "has no function 'no_such'"),
         (["--agent.termination_fn", "done"], "needs package.module:function"),
         (
-            ["--agent.reward_fn", "tests.user_code:mbpo_reward_per_dim"],
+            ["--agent.reward_fn", "tests.user_model_fns:mbpo_reward_per_dim"],
             "must return one value per state, shape [2]; got (2, 3)",
         ),
         (["--agent.real_ratio_end", "0.5"], "needs both real_ratio_end and real_ratio_steps"),
@@ -216,10 +217,13 @@ def test_a_config_file_naming_a_model_function_needs_import(tmp_path, capsys):
     """A config file is data: its ``termination_fn`` module is imported only when the
     command line names it (``--import``); named there, the run is built."""
     config = tmp_path / "mbpo.yaml"
-    config.write_text("agent:\n  name: mbpo\n  termination_fn: tests.user_code:mbpo_never\n")
+    config.write_text("agent:\n  name: mbpo\n  termination_fn: tests.user_model_fns:mbpo_never\n")
     argv = ["--config", str(config), "--env", "Pendulum"]
     assert train_into(tmp_path / "runs", *argv) == (2, [])
-    one_line_error(capsys, "would import module 'tests.user_code', which the command line")
-    wrong = ["--agent.reward_fn", "tests.user_code:mbpo_reward_per_dim"]  # the next mistake
-    assert train_into(tmp_path / "runs", *argv, *wrong, "--import", "tests.user_code") == (2, [])
+    one_line_error(capsys, "would import module 'tests.user_model_fns', which the command line")
+    wrong = ["--agent.reward_fn", "tests.user_model_fns:mbpo_reward_per_dim"]  # the next mistake
+    assert train_into(tmp_path / "runs", *argv, *wrong, "--import", "tests.user_model_fns") == (
+        2,
+        [],
+    )
     one_line_error(capsys, "must return one value per state")
