@@ -93,15 +93,15 @@ def _core(env_state: Any) -> Any:
 def check_video(config: Experiment, agents: int) -> None:
     """ConfigError (one line) unless one episode of ``config``'s env can be recorded: an
     env that renders, imageio installed and a run of one agent."""
-    from jaxrl.envs.render import renderable
+    from jaxrl.envs.render import OBSERVED_FAMILIES, renderable, renders
 
     name = config.env.name
     if agents > 1:
         raise ConfigError("--video records a run of one agent; this run has independent agents")
-    if name not in renderable():
+    if name not in renderable() and not renders(name, tuple(config.env.make(1).spec.obs_shape)):
         raise ConfigError(
             f"--video: env '{name}' does not render; environments that do: "
-            f"{', '.join(renderable())}"
+            f"{', '.join(renderable())} and the {', '.join(OBSERVED_FAMILIES)} families"
         )
     try:
         import imageio.v2  # noqa: F401
@@ -133,23 +133,30 @@ def record(agent, agent_state, config: Experiment, key, path: str) -> int:
     import jax
     import numpy as np
 
-    from jaxrl.envs.render import render
+    from jaxrl.envs.render import RENDERERS, observation_frame, render
+    from jaxrl.types import main_obs
 
     name = config.env.name
     env = config.env.make(1)
+
+    def frame(env_state: Any, obs: Any) -> np.ndarray:  # the state's picture, or the obs'
+        if name in RENDERERS:
+            return render(name, np.asarray(_core(env_state))[0])
+        return observation_frame(np.asarray(main_obs(obs))[0])
+
     reset, step = jax.jit(env.reset), jax.jit(env.step)
     act = jax.jit(lambda s, obs, c, k: agent.act(s, obs, c, k, False)[:2])
     key, reset_key = jax.random.split(key)
     env_state, ts = reset(reset_key)
     carry = agent.init_carry(1)
-    frames = [render(name, np.asarray(_core(env_state))[0])]
+    frames = [frame(env_state, ts.obs)]
     for _ in range(env.spec.max_episode_steps):
         key, act_key, step_key = jax.random.split(key, 3)
         action, carry = act(agent_state, ts.obs, carry, act_key)
         env_state, ts = step(env_state, action, step_key)
         if bool(ts.terminated[0] | ts.truncated[0]):
             break  # the env has already reset: the episode's frames are complete
-        frames.append(render(name, np.asarray(_core(env_state))[0]))
+        frames.append(frame(env_state, ts.obs))
     fps = 50 if name == "CartPole-v1" else 30
     try:
         with warnings.catch_warnings():  # imageio-ffmpeg forks ffmpeg; JAX warns about fork

@@ -1,10 +1,17 @@
-"""RGB frames of the classic-control environments, drawn with NumPy from the state.
+"""RGB frames of the environments, drawn with NumPy: classic control from the state, the
+image-like families (MinAtar, Atari, the board games) from the observation.
 
 ``render(name, state) -> uint8 [H, W, 3]`` draws one environment's state (a row of
 ``VectorEnvState.core``: ``[x, x_dot, theta, theta_dot]`` for CartPole-v1, ``[th1, th2,
 dth1, dth2]`` for Acrobot-v1, ``[position, velocity]`` for the mountain cars, ``[theta,
 thdot]`` for Pendulum-v1) in the layout of Gymnasium's pictures. Used by
 ``python -m jaxrl.evaluate --video``; ``renderable()`` lists the names it knows.
+
+``observation_frame(obs) -> uint8 [H, W, 3]`` draws what an agent of an image-like family
+sees: pixels (``uint8 [H, W, C]``, Atari's stacked grayscale frames: the newest frame,
+each pixel 3x3) or a grid of feature planes (``[H, W, C]`` of 0/1, MinAtar's and the
+board games': each cell 24 px, coloured by the last plane set in it, black where none
+is). ``renders(name)`` says whether env ``name`` has frames of either kind.
 """
 
 from __future__ import annotations
@@ -106,3 +113,40 @@ def renderable() -> list[str]:
 def render(name: str, state: np.ndarray) -> np.ndarray:
     """One frame ``uint8 [HEIGHT, WIDTH, 3]`` of env ``name`` in ``state`` (one env's core)."""
     return RENDERERS[name](np.asarray(state))
+
+
+OBSERVED_FAMILIES = ("minatar", "atari", "games")  # drawn from the observation
+CELL, PIXEL = 24, 3  # px per grid cell, per image pixel
+PALETTE = np.array(  # one colour per feature plane (cycled past 10)
+    [[230, 80, 60], [250, 200, 60], [90, 190, 90], [70, 130, 220], [200, 110, 210],
+     [240, 150, 60], [120, 220, 220], [180, 180, 180], [150, 90, 40], [255, 255, 255]],
+    np.uint8,
+)  # fmt: skip
+
+
+def renders(name: str, obs_shape: tuple[int, ...]) -> bool:
+    """Whether env ``name`` (canonical) with observations of ``obs_shape`` (one env's) has
+    frames: its state's, or its observation's where that is an image or a grid of planes
+    ``[H, W, C]`` of an image-like family."""
+    from jaxrl import envs
+
+    image = len(obs_shape) == 3 and envs.family(name) in OBSERVED_FAMILIES
+    return name in RENDERERS or image
+
+
+def observation_frame(obs: np.ndarray) -> np.ndarray:
+    """One frame ``uint8 [H', W', 3]`` of one env's observation ``[H, W, C]`` (module
+    docstring), padded with black to multiples of 16 rows and columns."""
+    obs = np.asarray(obs)
+    if obs.ndim != 3:
+        raise ValueError(f"an observation frame needs [H, W, C], got {obs.shape}")
+    if obs.dtype == np.uint8:
+        image = obs if obs.shape[-1] == 3 else np.repeat(obs[..., -1:], 3, axis=-1)
+        frame = image.repeat(PIXEL, 0).repeat(PIXEL, 1)
+    else:
+        grid = np.zeros((*obs.shape[:2], 3), np.uint8)
+        for plane in range(obs.shape[-1]):
+            grid[obs[..., plane] > 0] = PALETTE[plane % len(PALETTE)]
+        frame = grid.repeat(CELL, 0).repeat(CELL, 1)
+    pad = [(0, -n % 16) for n in frame.shape[:2]] + [(0, 0)]
+    return np.pad(frame, pad)
