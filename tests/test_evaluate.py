@@ -93,16 +93,21 @@ def test_observation_frames_against_numpy():
 
 @pytest.mark.parametrize(
     "env, options",
-    [("MinAtar-Breakout", {}), ("Pong", {"max_num_frames_per_episode": 240, "noop_max": 0})],
+    [
+        ("MinAtar-Breakout", {}),
+        ("Pong", {"max_num_frames_per_episode": 240, "noop_max": 0}),
+        ("tic_tac_toe", {}),  # a board: the agent plays both sides
+    ],
 )
 def test_video_of_an_image_family_is_its_observations(tmp_path, env, options):
-    """``--video`` of MinAtar and Atari: one episode, each frame the observation's picture
-    (decoded back from the file: MinAtar's colours exactly, Atari's through the codec)."""
+    """``--video`` of MinAtar, Atari and a board game: one episode, each frame the
+    observation's picture (decoded back from the file, through the lossy codec)."""
     import imageio.v2 as imageio
 
     from jaxrl import agents
     from jaxrl.evaluate import check_video, record
     from jaxrl.experiment.config import resolve
+    from jaxrl.types import main_obs
 
     overrides = {f"env.{k}": v for k, v in options.items()}
     config = resolve(agent="random", env=env, overrides=overrides)
@@ -115,7 +120,7 @@ def test_video_of_an_image_family_is_its_observations(tmp_path, env, options):
     video = imageio.mimread(path, memtest=False)
     assert len(video) == frames > 1
     first_obs = config.env.make(1).reset(jax.random.split(jax.random.PRNGKey(1))[1])[1].obs
-    want = observation_frame(np.asarray(first_obs)[0]).astype(int)
+    want = observation_frame(np.asarray(main_obs(first_obs))[0]).astype(int)
     assert video[0].shape == want.shape
     assert np.abs(video[0].astype(int) - want).mean() < 8  # lossy codec: close, not equal
 
