@@ -13,6 +13,7 @@ from jaxrl.ops.noise import clipped_gaussian_noise
 from jaxrl.runners.base import RunConfig
 from jaxrl.runners.scan import make_train
 from jaxrl.types import Box, EnvSpec, Transition
+from tests.helpers import one_line_error, train_into
 
 LOW, HIGH = np.array([-1.0, -2.0], np.float32), np.array([1.0, 4.0], np.float32)
 SPEC = EnvSpec("Box2", (3,), "float32", Box((2,), tuple(LOW), tuple(HIGH)), 1, 10)
@@ -110,3 +111,11 @@ def test_trains_on_pendulum_in_the_fused_runner(name):
     assert np.isfinite(metrics["critic_loss"][learned]).all()
     assert int(state.agent_state.learner.updates) == learned.sum()
     assert np.isfinite(metrics["eval_return"][-1])
+
+
+@pytest.mark.parametrize("agent", ["ddpg", "td3"])
+def test_discrete_actions_are_refused_with_machins_equivalent_named(tmp_path, capsys, agent):
+    """machin's DDPG acts in discrete spaces through a softmax actor (``act_discrete``);
+    jaxrl's acts in boxes: one line naming the agents for discrete actions, exit code 2."""
+    assert train_into(tmp_path, "--agent", agent, "--env", "CartPole") == (2, [])
+    one_line_error(capsys, "for discrete actions use dqn, rainbow, ppo or a2c", "act_discrete")
