@@ -11,11 +11,15 @@ def action_box(spec: EnvSpec, name: str) -> tuple[np.ndarray, np.ndarray]:
     """``(low, high)`` ``[A]`` float32 of a 1-D finite ``Box`` spec; ConfigError otherwise."""
     space = spec.action_space
     if isinstance(space, Discrete):  # machin's DDPG acts here through a softmax actor
+        machin = (
+            " (machin's DDPG.act_discrete, a softmax actor, has no counterpart here)"
+            if name in ("ddpg", "td3")
+            else ""
+        )
         raise ConfigError(
             f"agent '{name}' acts in a continuous (Box) action space, but {spec.name} has "
-            f"{space}: for discrete actions use dqn, rainbow, ppo or a2c "
-            "(machin's DDPG.act_discrete, a softmax actor, has no counterpart here), or "
-            "a continuous-action env such as Pendulum-v1"
+            f"{space}: for discrete actions use dqn, rainbow, ppo or a2c{machin}, or a "
+            "continuous-action env such as Pendulum-v1"
         )
     if not isinstance(space, Box) or len(space.shape) != 1:
         raise ConfigError(
