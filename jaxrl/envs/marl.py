@@ -29,6 +29,7 @@ Two layouts (``make_mpe``):
 from __future__ import annotations
 
 import io
+import math
 import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -42,6 +43,7 @@ from jaxrl.types import (
     OBS,
     Array,
     ArraySpec,
+    Box,
     Discrete,
     Env,
     EnvSpec,
@@ -90,23 +92,35 @@ def make_mpe(
     shared: bool = True,
     local_ratio: float = 0.5,
     max_steps: int = 25,
+    continuous: bool = False,
 ) -> Env:
     """The vectorized, auto-resetting MPE ``scenario`` with ``num_envs`` games (module
-    docstring); ``shared`` picks the parameter-sharing layout."""
+    docstring); ``shared`` picks the parameter-sharing layout; ``continuous``: JaxMARL's
+    continuous actions, ``Box(0, 1, (5,))`` per player (the forces of no-op, left, right,
+    down, up; PettingZoo's ``continuous_actions``), instead of ``Discrete(5)``."""
     jaxmarl = _import_jaxmarl()
     num_envs = check_int("num_envs", num_envs)
     max_steps = check_int("max_steps", max_steps)
     if not 0.0 <= local_ratio <= 1.0:
         raise ValueError(f"local_ratio must be in [0, 1], got {local_ratio}")
-    mpe = jaxmarl.make(SCENARIOS[scenario], local_ratio=local_ratio, max_steps=max_steps)
+    kind = {"action_type": "Continuous"} if continuous else {}
+    mpe = jaxmarl.make(SCENARIOS[scenario], local_ratio=local_ratio, max_steps=max_steps, **kind)
     agents = list(mpe.agents)
     P, N = len(agents), num_envs
     obs_shape = tuple(mpe.observation_space(agents[0]).shape)
+    space = mpe.action_space(agents[0])
+    action_space: Discrete | Box
+    if continuous:
+        size = int(math.prod(space.shape))
+        low, high = (float(space.low),) * size, (float(space.high),) * size
+        action_space = Box(tuple(space.shape), low, high)
+    else:
+        action_space = Discrete(int(space.n))
     spec = EnvSpec(
         name=f"mpe:{scenario}",
         obs_shape=obs_shape,
         obs_dtype="float32",
-        action_space=Discrete(int(mpe.action_space(agents[0]).n)),
+        action_space=action_space,
         num_envs=N,
         max_episode_steps=max_steps,
         num_players=P,
@@ -123,7 +137,8 @@ def make_mpe(
 
     def step(state: MPEState, action: Array, key: PRNGKey) -> tuple[MPEState, TimeStep]:
         step_key, reset_key = jax.random.split(key)
-        actions = {a: action[:, i].astype(jnp.int32) for i, a in enumerate(agents)}
+        dtype = jnp.float32 if continuous else jnp.int32
+        actions = {a: action[:, i].astype(dtype) for i, a in enumerate(agents)}
         final_obs, core, reward, dones, _ = v_step(
             jax.random.split(step_key, N), state.core, actions
         )
@@ -207,10 +222,14 @@ def viewed(
 
 
 def simple_spread(
-    num_envs: int = 1, local_ratio: float = 0.5, max_steps: int = 25, shared: bool = True
+    num_envs: int = 1,
+    local_ratio: float = 0.5,
+    max_steps: int = 25,
+    shared: bool = True,
+    continuous: bool = False,
 ) -> Env:
     """MPE ``simple_spread`` (JaxMARL ``MPE_simple_spread_v3``; module docstring)."""
-    return make_mpe("simple_spread", num_envs, shared, local_ratio, max_steps)
+    return make_mpe("simple_spread", num_envs, shared, local_ratio, max_steps, continuous)
 
 
 # ------------------------------------------------------------------------------- Hanabi

@@ -136,3 +136,23 @@ def test_hanabi_turns_masks_and_scores(hanabi_games):
                 assert returns[0] == returns[1] == pytest.approx(running)
                 assert 0.0 <= running <= 25.0
                 running, turn = 0.0, 0
+
+
+def test_continuous_actions_push_the_agents():
+    """``continuous``: JaxMARL's ``Box(0, 1, (5,))`` forces (no-op, left, right, down, up); five
+    steps of the right force move every agent right of where the no-op leaves it, and y stays."""
+    env = simple_spread(N, shared=False, continuous=True)
+    assert env.spec.action_space.shape == (5,) and env.spec.action_space.high == (1.0,) * 5
+
+    def five(action):
+        state, _ = env.reset(jax.random.PRNGKey(0))
+        for k in jax.random.split(jax.random.PRNGKey(1), 5):
+            state, _ = env.step(state, action, k)
+        return state.core.p_pos[:, :P]  # [N, P, 2]
+
+    still = np.zeros((N, P, 5), np.float32)
+    right = still.copy()
+    right[..., 2] = 1.0
+    moved, rest = jax.device_get(jax.jit(five)(right)), jax.device_get(jax.jit(five)(still))
+    assert (moved[..., 0] > rest[..., 0] + 0.01).all()
+    np.testing.assert_allclose(moved[..., 1], rest[..., 1], atol=1e-6)

@@ -24,6 +24,12 @@ Acting samples ``Categorical(softmax(mu_i(o_i)))`` while exploring (the Gumbel-m
 same relaxation) and takes the argmax when greedy. Defaults: the paper's Appendix and the
 authors' code (github.com/openai/maddpg): two ReLU layers of 64, Adam 1e-2, gamma 0.95,
 tau 0.01, batch 1024, buffer 1e6, gradient norm 0.5, learning after 1024 x 25 steps.
+
+Continuous actions (a ``Box`` action space, ``mpe:simple_spread --env.continuous true``)
+take the deterministic policy gradient instead of the relaxation: ``a_i = mu_i(o_i)``
+squashed into the box, Gaussian exploration (``maddpg_actions.py``). With
+``critic_visible_actors`` (machin's name) critic ``i`` sees only the listed players'
+observations and actions, its own among them.
 """
 
 from __future__ import annotations
@@ -38,14 +44,18 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxrl.agents.common.action_box import action_box
+from jaxrl.agents.multi_agent.maddpg_actions import (
+    OUTPUT_PENALTY,
+    MADDPGActions,
+    box_actions,
+    gumbel_actions,
+)
 from jaxrl.buffers import make_uniform_replay
 from jaxrl.networks.torsos import MLP
-from jaxrl.ops.gumbel import gumbel_softmax
 from jaxrl.ops.targets import soft_update
 from jaxrl.types import Agent, ConfigError, Discrete, EnvSpec, Transition, shared_field
 from jaxrl.validation import Options, build_config, option
-
-LOGIT_PENALTY = 1e-3  # the authors' code: p_reg = mean(square(logits)) * 1e-3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +73,10 @@ class MADDPGConfig(Options):
       batch_size: minibatch size, 1024.
       learning_starts: env steps stored before learning, 25,600 (``batch x max_episode_len``).
       updates_per_rollout: gradient steps per ``update`` call, 1.
+      exploration_noise: continuous actions: the Gaussian noise's scale while exploring, a
+        fraction of the box's half-width, 0.1.
+      critic_visible_actors: the players each critic sees, one list per player of equal
+        length, each holding its own player (machin's); None: all.
     """
 
     hidden_sizes: tuple[int, ...] = option((64, 64), ge=1)
@@ -76,6 +90,8 @@ class MADDPGConfig(Options):
     batch_size: int = option(1024, ge=1)
     learning_starts: int = option(25_600, ge=0)
     updates_per_rollout: int = option(1, ge=1)
+    exploration_noise: float = option(0.1, ge=0)
+    critic_visible_actors: tuple[tuple[int, ...], ...] | None = None
 
 
 class Head(nn.Module):
@@ -124,59 +140,83 @@ def critic_target(reward, terminated, next_q, gamma):
     return reward + gamma * (1.0 - terminated.astype(jnp.float32))[:, None] * next_q
 
 
-def _check(spec: EnvSpec) -> tuple[int, int]:
+def _check(spec: EnvSpec) -> MADDPGActions:
+    """The actions' strategy for ``spec``; ConfigError (one line) for an env MADDPG does
+    not play."""
     if spec.num_players < 2 or spec.turn_based:
         raise ConfigError(
             f"maddpg needs a simultaneous-move env of 2+ players (mpe:simple_spread with "
             f"--env.shared false); '{spec.name}' has {spec.num_players} player(s)"
             f"{', turns' if spec.turn_based else ''}"
         )
-    if not isinstance(spec.action_space, Discrete) or spec.has_action_mask:
-        raise ConfigError(f"maddpg takes discrete actions without masks; '{spec.name}' has not")
-    return spec.num_players, spec.action_space.n
+    if spec.has_action_mask:
+        raise ConfigError(f"maddpg takes actions without masks; '{spec.name}' has masks")
+    if isinstance(spec.action_space, Discrete):
+        return gumbel_actions(spec.action_space.n)
+    return box_actions(*action_box(spec, "maddpg"))
 
 
-def _make_gradient_step(actor: Head, critic: Head, optimizer, actor_logits, P: int, A: int):
+def visible_players(cfg: MADDPGConfig, players: int) -> jax.Array:
+    """``[P, K]`` int32: the players critic ``i`` sees (``critic_visible_actors``, or all);
+    ConfigError (one line) unless each list holds its own player, valid players, and all
+    lists one length."""
+    visible = cfg.critic_visible_actors or tuple(tuple(range(players)) for _ in range(players))
+    lengths = {len(v) for v in visible}
+    valid = all(i in v and all(0 <= j < players for j in v) for i, v in enumerate(visible))
+    if len(visible) != players or len(lengths) != 1 or not valid:
+        raise ConfigError(
+            f"agent 'maddpg' option 'critic_visible_actors' needs {players} lists of players "
+            f"0..{players - 1} of one length, list i holding i; got {list(visible)}"
+        )
+    return jnp.asarray(visible, jnp.int32)
+
+
+def _make_gradient_step(actor: Head, critic: Head, optimizer, actor_out, kind, visible):
     """``gradient_step(state, batch [B, ...], key) -> (state, metrics)``: the critics',
     then the actors' step of every agent at once, then the Polyak targets (module
-    docstring); ``actor_logits(params [P], obs [..., P, D]) -> [..., P, A]``."""
+    docstring); ``actor_out(params [P], obs [..., P, D]) -> [..., P, A]``; ``kind`` the
+    actions' strategy; ``visible`` ``[P, K]`` the players each critic sees."""
     per_agent = jax.vmap
+    P = visible.shape[0]
 
     def apply_grads(params, grads, opt_state, lr):
         updates, opt_state = per_agent(optimizer.update)(grads, opt_state, params)
         return jax.tree.map(lambda p, u: p - lr * u, params, updates), opt_state
 
+    every = bool((visible == jnp.arange(P)).all())
+
+    def seen(obs, actions, players):  # critic input of the players it sees
+        if every:  # the whole joint, not gathered (the same program as before the option)
+            return joint_input(obs, actions)
+        return joint_input(obs[:, players], actions[:, players])
+
     def gradient_step(state: MADDPGState, batch: Transition, key: jax.Array):
         h = state.hparams
         next_key, actor_key = jax.random.split(key)
-        next_actions = gumbel_softmax(
-            next_key, actor_logits(state.target_actor, batch.next_obs), h["temperature"]
-        )
-        next_x = joint_input(batch.next_obs, next_actions)
-        next_q = per_agent(lambda p: cast(jax.Array, critic.apply(p, next_x))[:, 0])(
-            state.target_critic
-        ).T
+        next_actions = kind.relaxed(next_key, actor_out(state.target_actor, batch.next_obs), h)
+        next_q = per_agent(
+            lambda p, v: cast(jax.Array, critic.apply(p, seen(batch.next_obs, next_actions, v)))
+        )(state.target_critic, visible)[..., 0].T
         y = critic_target(batch.reward, batch.terminated, next_q, h["gamma"])  # [B, P]
-        actions = jax.nn.one_hot(batch.action, A)
-        x = joint_input(batch.obs, actions)
+        actions = kind.critic_input(batch.action)
 
-        def critic_loss(params, y_i):
-            q = critic.apply(params, x)[:, 0]
+        def critic_loss(params, y_i, v):
+            q = critic.apply(params, seen(batch.obs, actions, v))[:, 0]
             return jnp.mean((q - y_i) ** 2), q.mean()
 
         (q_loss, q_mean), grads = per_agent(jax.value_and_grad(critic_loss, has_aux=True))(
-            state.critic, y.T
+            state.critic, y.T, visible
         )
         critics, critic_opt = apply_grads(state.critic, grads, state.critic_opt, h["critic_lr"])
 
-        def actor_loss(params, critic_params, i, key):
-            logits = actor.apply(params, batch.obs[:, i])
-            mine = gumbel_softmax(key, logits, h["temperature"])
-            q = critic.apply(critic_params, joint_input(batch.obs, with_action(actions, i, mine)))
-            return -q.mean() + LOGIT_PENALTY * jnp.mean(logits**2)
+        def actor_loss(params, critic_params, i, v, key):
+            out = actor.apply(params, batch.obs[:, i])
+            mine = kind.relaxed(key, out, h)
+            q = critic.apply(critic_params, seen(batch.obs, with_action(actions, i, mine), v))
+            return -q.mean() + OUTPUT_PENALTY * jnp.mean(out**2)
 
         pi_loss, grads = per_agent(jax.value_and_grad(actor_loss))(
-            state.actor, critics, jnp.arange(P), jax.random.split(actor_key, P)
+            state.actor, critics, jnp.arange(P), visible, jax.random.split(actor_key, P)
         )
         actors, actor_opt = apply_grads(state.actor, grads, state.actor_opt, h["actor_lr"])
         state = dataclasses.replace(
@@ -200,27 +240,29 @@ def _make_gradient_step(actor: Head, critic: Head, optimizer, actor_logits, P: i
 def make_maddpg(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds MADDPG for ``spec``; ``ConfigError`` on a bad option or env."""
     cfg = build_config(MADDPGConfig, overrides, "agent 'maddpg'")
-    P, A = _check(spec)
-    N, D = spec.num_envs, spec.obs_shape
+    kind = _check(spec)
+    P, A, N, D = spec.num_players, kind.size, spec.num_envs, spec.obs_shape
+    visible = visible_players(cfg, P)
+    K = int(visible.shape[1])
     actor, critic = Head(cfg.hidden_sizes, A), Head(cfg.hidden_sizes, 1)
     clip = optax.clip_by_global_norm(cfg.max_grad_norm)
     optimizer = optax.chain(clip, optax.scale_by_adam())
     buffer = make_uniform_replay(max(cfg.buffer_size, N), N, cfg.batch_size)
     per_agent = lambda f: jax.vmap(f)  # over the leading [P] axis of stacked parameters
 
-    def actor_logits(params, obs):  # params [P, ...], obs [..., P, D] -> [..., P, A]
+    def actor_out(params, obs):  # params [P, ...], obs [..., P, D] -> [..., P, A]
         moved = jnp.moveaxis(obs, -1 - len(D), 0)
         return jnp.moveaxis(per_agent(actor.apply)(params, moved), 0, -2)
 
     def init(key: jax.Array) -> MADDPGState:
         actor_key, critic_key = jax.random.split(key)
         obs = jnp.zeros((1, *D), jnp.float32)
-        joint = jnp.zeros((1, P * (math.prod(D) + A)), jnp.float32)
+        joint = jnp.zeros((1, K * (math.prod(D) + A)), jnp.float32)
         actors = per_agent(lambda k: actor.init(k, obs))(jax.random.split(actor_key, P))
         critics = per_agent(lambda k: critic.init(k, joint))(jax.random.split(critic_key, P))
         one = Transition(
             jax.ShapeDtypeStruct((N, P, *D), jnp.float32),
-            jax.ShapeDtypeStruct((N, P), jnp.int32),
+            jax.ShapeDtypeStruct((N, *kind.stored(P)[0]), kind.stored(P)[1]),
             jax.ShapeDtypeStruct((N, P), jnp.float32),
             jax.ShapeDtypeStruct((N, P, *D), jnp.float32),
             jax.ShapeDtypeStruct((N,), jnp.bool_),
@@ -230,6 +272,7 @@ def make_maddpg(spec: EnvSpec, **overrides: Any) -> Agent:
         f32 = lambda v: jnp.asarray(v, jnp.float32)
         hparams = {k: f32(getattr(cfg, k)) for k in ("actor_lr", "critic_lr", "gamma", "tau")}
         hparams["temperature"] = f32(cfg.temperature)
+        hparams["exploration_noise"] = f32(cfg.exploration_noise)
         return MADDPGState(
             actors,
             critics,
@@ -243,13 +286,15 @@ def make_maddpg(spec: EnvSpec, **overrides: Any) -> Agent:
         )
 
     def act(state: MADDPGState, obs, carry, key: jax.Array, explore: bool):
-        logits = actor_logits(state.actor, obs)  # [N, P, A]
+        out = actor_out(state.actor, obs)  # [N, P, A]
         if explore:
-            return jax.random.categorical(key, logits).astype(jnp.int32), carry, {}
-        probs = jax.nn.softmax(logits)
-        return jnp.argmax(logits, -1).astype(jnp.int32), carry, {"action_probs": probs}
+            return kind.explore(key, out, state.hparams), carry, {}
+        extras = (
+            {"action_probs": jax.nn.softmax(out)} if isinstance(spec.action_space, Discrete) else {}
+        )
+        return kind.greedy(out), carry, extras
 
-    gradient_step = _make_gradient_step(actor, critic, optimizer, actor_logits, P, A)
+    gradient_step = _make_gradient_step(actor, critic, optimizer, actor_out, kind, visible)
 
     def learn(state: MADDPGState, key: jax.Array):
         def one(state, key):

@@ -9,7 +9,7 @@ import pytest
 
 from jaxrl.agents import make
 from jaxrl.agents.multi_agent.maddpg import critic_target, joint_input, with_action
-from jaxrl.types import ConfigError, Discrete, EnvSpec, Transition
+from jaxrl.types import Box, ConfigError, Discrete, EnvSpec, Transition
 
 P, N, D, A, T = 2, 3, 4, 3, 5
 SPEC = EnvSpec("fake", (D,), "float32", Discrete(A), N, 10, num_players=P)
@@ -99,3 +99,75 @@ def test_refuses_single_agent_turn_based_and_masked_envs():
     turns = EnvSpec("turns", (D,), "float32", Discrete(A), N, 10, num_players=2, turn_based=True)
     with pytest.raises(ConfigError, match="turns"):
         make("maddpg", turns)
+
+
+BOX = Box((2,), (0.0, -1.0), (1.0, 3.0))  # a box that is not [-1, 1]
+CSPEC = EnvSpec("fake", (D,), "float32", BOX, 4, 10, num_players=P)
+
+
+def squash_np(out):
+    low, high = np.array(BOX.low), np.array(BOX.high)
+    return low + (np.tanh(out) + 1.0) * (high - low) / 2
+
+
+@pytest.mark.parametrize("visible", [None, ((0,), (1,)), ((0, 1), (1, 0))])
+def test_continuous_gradient_step_against_numpy(visible):
+    """Continuous actions: one step's critic loss (targets from the target actors' squashed
+    actions) and actor loss (the deterministic policy gradient's objective, each player's
+    own action replaced in the joint its critic sees) against NumPy from the networks'
+    outputs; ``critic_visible_actors`` picks what each critic sees, in its order."""
+    from jaxrl.agents.multi_agent.maddpg import Head
+
+    gamma, B = 0.9, 4
+    opts = dict(hidden_sizes=[8], batch_size=B, buffer_size=8, learning_starts=B, gamma=gamma)
+    agent = make("maddpg", CSPEC, **opts, critic_visible_actors=visible)
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
+    rng = np.random.default_rng(2)
+    one = lambda *shape: np.repeat(rng.normal(size=(1, 1, *shape)), B, 1).astype(np.float32)
+    action = squash_np(one(P, 2))
+    rollout = Transition(one(P, D), action, one(P), one(P, D), np.zeros((1, B), bool),
+                         np.zeros((1, B), bool), {})  # fmt: skip
+    new, metrics = jax.jit(agent.update)(
+        state, jax.tree.map(jnp.asarray, rollout), jax.random.PRNGKey(1)
+    )
+    actor, critic = Head((8,), 2), Head((8,), 1)
+    pick = lambda tree, i: jax.tree.map(lambda x: x[i], tree)
+    seen = [list(range(P)) if visible is None else list(visible[i]) for i in range(P)]
+    obs, next_obs, reward = rollout.obs[0, :1], rollout.next_obs[0, :1], rollout.reward[0, 0]
+
+    def q(params, o, acts, i):  # critic i on the players it sees, o [1, P, D], acts [1, P, 2]
+        x = np.concatenate([o[:, seen[i]].reshape(1, -1), acts[:, seen[i]].reshape(1, -1)], -1)
+        return float(np.asarray(critic.apply(params, x))[0, 0])
+
+    next_act = np.stack(
+        [squash_np(np.asarray(actor.apply(pick(state.target_actor, j), next_obs[:, j])))
+         for j in range(P)], 1)  # fmt: skip
+    critic_losses, actor_losses = [], []
+    for i in range(P):
+        y = reward[i] + gamma * q(pick(state.target_critic, i), next_obs, next_act, i)
+        critic_losses.append((q(pick(state.critic, i), obs, action[0, :1], i) - y) ** 2)
+        out = np.asarray(actor.apply(pick(state.actor, i), obs[:, i]), np.float64)
+        mine = action[0, :1].copy()
+        mine[:, i] = squash_np(out)
+        pi = -q(pick(new.critic, i), obs, mine, i) + 1e-3 * np.mean(out**2)
+        actor_losses.append(pi)
+    np.testing.assert_allclose(float(metrics["critic_loss"]), np.mean(critic_losses), rtol=1e-4)
+    np.testing.assert_allclose(float(metrics["actor_loss"]), np.mean(actor_losses), rtol=1e-4)
+
+
+def test_continuous_actions_stay_in_the_box():
+    agent = make("maddpg", CSPEC, hidden_sizes=[8], exploration_noise=0.5)
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
+    obs = jnp.asarray(np.random.default_rng(0).normal(size=(4, P, D)), jnp.float32)
+    greedy = np.asarray(agent.act(state, obs, (), jax.random.PRNGKey(1), False)[0])
+    explore = np.asarray(agent.act(state, obs, (), jax.random.PRNGKey(1), True)[0])
+    for a in (greedy, explore):
+        assert a.shape == (4, P, 2) and (a >= np.array(BOX.low)).all()
+        assert (a <= np.array(BOX.high)).all()
+    assert not np.array_equal(greedy, explore)
+
+
+@pytest.mark.parametrize("visible", [((0,),), ((1,), (0,)), ((0, 1), (1,)), ((0, 2), (1, 0))])
+def test_critic_visible_actors_are_checked(visible):
+    with pytest.raises(ConfigError, match="'critic_visible_actors' needs 2 lists of players"):
+        make("maddpg", CSPEC, critic_visible_actors=visible)
