@@ -173,7 +173,8 @@ def n_step_reference(r, term, trunc, next_v, gamma):
 
 
 def test_n_step_batch_gives_the_n_step_target():
-    from jaxrl.agents.off_policy.core import OffPolicyConfig, td_target
+    from jaxrl.agents.off_policy.core import OffPolicyConfig
+    from jaxrl.agents.off_policy.critics import td_target
     from jaxrl.agents.off_policy.parts import replay_batch
     from jaxrl.buffers.base import ReplaySample
 
@@ -209,7 +210,7 @@ def test_n_step_batch_gives_the_n_step_target():
 
 
 def test_critic_regression_weights_and_hysteresis_against_numpy():
-    from jaxrl.agents.off_policy.core import critic_regression
+    from jaxrl.agents.off_policy.critics import critic_regression
 
     rng = np.random.default_rng(1)
     q = rng.normal(size=(2, 5)).astype(np.float32)
