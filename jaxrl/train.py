@@ -78,6 +78,16 @@ def _imports_of(argv: Sequence[str]) -> list[str]:
     return found + [t.partition("=")[2] for t in argv if t.startswith("--import=")]
 
 
+def _repeated(metavar: str, help: str) -> dict[str, Any]:
+    """The options of a flag that may be given many times: the list of its values."""
+    return dict(action="append", default=[], metavar=metavar, help=help)
+
+
+def _switch(help: str) -> dict[str, Any]:
+    """The options of a flag without a value: True when given, else None (not set)."""
+    return dict(action="store_true", default=None, help=help)
+
+
 IMPORT_FLAG: tuple[str, dict[str, Any]] = ("--import", {})  # trust.add_import_argument
 # The flags of ``python -m jaxrl.train``, in --help's order: (flag, add_argument options).
 FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
@@ -129,15 +139,7 @@ FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
         "--seeds",
         dict(type=int, metavar="K", help="train K seeds (seed, seed+1, ...) as one program"),
     ),
-    (
-        "--sweep",
-        dict(
-            action="append",
-            default=[],
-            metavar="agent.K=V,V",
-            help="vmap over values (repeatable: a grid)",
-        ),
-    ),
+    ("--sweep", _repeated("agent.K=V,V", "vmap over values (repeatable: a grid)")),
     ("--devices", dict(metavar="N", help="split the envs over N local devices, or 'all' (1)")),
     (
         "--coordinator",
@@ -151,37 +153,15 @@ FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
         dict(type=int, metavar="K", help="Sebulba, A3C: K actor threads feed the learner"),
     ),
     ("--queue-size", dict(type=int, metavar="Q", help="with --actor-threads: rollouts queued (2)")),
-    (
-        "--sync-actors",
-        dict(
-            action="store_true",
-            default=None,
-            help="with --actor-threads: no policy lag, repeatable",
-        ),
-    ),
-    (
-        "--self-play",
-        dict(
-            action="store_true",
-            default=None,
-            help="one agent plays every side of a turn-based game",
-        ),
-    ),
+    ("--sync-actors", _switch("with --actor-threads: no policy lag, repeatable")),
+    ("--self-play", _switch("one agent plays every side of a turn-based game")),
     (
         "--agents",
         dict(action=_Once, metavar="A,B", help="independent agents, one per player of a game"),
     ),
     IMPORT_FLAG,
     ("--log", dict(metavar="NAMES", help="extra loggers: tensorboard, wandb (tensorboard)")),
-    (
-        "--callback",
-        dict(
-            action="append",
-            default=[],
-            metavar="SPEC",
-            help="hook between chunks: NAME[:k=v,...] or MODULE:ATTR",
-        ),
-    ),
+    ("--callback", _repeated("SPEC", "hook between chunks: NAME[:k=v,...] or MODULE:ATTR")),
     (
         "--init-from",
         dict(action=_Once, metavar="RUN", help="start from RUN[:STEP]'s checkpoint (same agent)"),

@@ -15,7 +15,7 @@ import dataclasses
 import numbers
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, NoReturn, TypeVar
 
 from jaxrl.types import ConfigError
@@ -295,6 +295,17 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise ConfigError(message)
+
+
+def check_names(
+    given: Iterable[str], valid: Iterable[str], message: Callable[[str, str], str]
+) -> None:
+    """``ConfigError(message(name, listing))`` for the first of ``given`` not in ``valid``;
+    ``listing`` names ``valid`` in order, comma-separated (``"none"`` when it is empty)."""
+    valid = list(valid)
+    for name in given:
+        if name not in valid:
+            raise ConfigError(message(name, ", ".join(valid) or "none"))
 
 
 def first_line(error: BaseException) -> str:

@@ -116,3 +116,14 @@ def test_a_fixed_option_leaves_the_config_and_keeps_its_value():
     with pytest.raises(ConfigError) as e:
         build_config(Narrow, {"n": 2}, "agent 'narrow'")
     assert str(e.value) == "agent 'narrow' does not take option 'n': it is fixed at 1"
+
+
+def test_check_names_names_the_first_unknown_and_lists_the_valid_ones():
+    from jaxrl.validation import check_names
+
+    message = lambda name, listing: f"{name}|{listing}"
+    check_names(["b", "a"], ["a", "b", "c"], message)  # all known: nothing raised
+    with pytest.raises(ConfigError, match=r"^x\|a, b$"):
+        check_names(["a", "x", "y"], iter(["a", "b"]), message)
+    with pytest.raises(ConfigError, match=r"^x\|none$"):
+        check_names({"x": 1}, [], message)

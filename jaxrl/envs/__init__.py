@@ -26,7 +26,7 @@ from jaxrl import trust
 from jaxrl.envs import boundary, classic, gymnasium
 from jaxrl.envs.core import VectorEnvState, make_vector_env
 from jaxrl.types import ConfigError, Env
-from jaxrl.validation import check_int
+from jaxrl.validation import check_int, check_names
 
 __all__ = [
     "VectorEnvState",
@@ -253,13 +253,13 @@ def make(name: str, num_envs: int = 1, **kwargs: Any) -> Env | gymnasium.HostEnv
         pixel_opts = pixels.options(kwargs)
     own = _factory_options(factory)
     if own is not None:
-        valid = list(own)
-        for key in kwargs:
-            if key not in valid:
-                raise ConfigError(
-                    f"unknown option {key!r} for env {canonical!r}; "
-                    f"valid options: {', '.join(valid) or 'none'}"
-                )
+        check_names(
+            kwargs,
+            own,
+            lambda key, listing: (
+                f"unknown option {key!r} for env {canonical!r}; valid options: {listing}"
+            ),
+        )
     user = trust.is_user_code(factory)
     if user:
         boundary.check_factory(canonical, factory)

@@ -21,17 +21,38 @@ whole rollout can be vmapped over seeds.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from jaxrl.types import Array, ArraySpec, Box, Discrete, Env, EnvSpec, PRNGKey, TimeStep
+from jaxrl.types import (
+    ACTION_MASK,
+    Array,
+    ArraySpec,
+    Box,
+    Discrete,
+    Env,
+    EnvSpec,
+    PRNGKey,
+    TimeStep,
+)
 from jaxrl.validation import check_int
 
 ResetFn = Callable[[PRNGKey], tuple[Any, Array]]
 StepFn = Callable[[Any, Array, PRNGKey], tuple[Any, Array, Array, Array]]
+
+
+def documented_partial(
+    doc: str, make: Callable[..., Env], *args: Any, **kwargs: Any
+) -> functools.partial[Env]:
+    """``functools.partial(make, *args, **kwargs)`` with the docstring ``doc`` (a partial's
+    own is ``functools.partial``'s): the registry factory of one task of a family."""
+    factory = functools.partial(make, *args, **kwargs)
+    factory.__doc__ = doc
+    return factory
 
 
 class VectorEnvState(NamedTuple):
@@ -80,6 +101,33 @@ def close_episodes(
         "episode_length": jnp.where(done, episode_length, 0),
     }
     return stats, jnp.where(ended, 0.0, episode_return), jnp.where(done, 0, episode_length)
+
+
+def turn_based_spec(
+    name: str,
+    obs_shape: tuple[int, ...],
+    num_actions: int,
+    num_envs: int,
+    max_episode_steps: int,
+    num_players: int,
+    masked: bool = True,
+) -> EnvSpec:
+    """The spec of a turn-based game of ``num_players`` players (the multi-player contract
+    of ``jaxrl.types``): float32 observations ``obs_shape``, one ``Discrete(num_actions)``
+    move a step and, when ``masked``, the mover's legal moves as the extra ``ACTION_MASK``,
+    bool ``[num_actions]``."""
+    mask = (ArraySpec(ACTION_MASK, (num_actions,), "bool"),) if masked else ()
+    return EnvSpec(
+        name=name,
+        obs_shape=obs_shape,
+        obs_dtype="float32",
+        action_space=Discrete(num_actions),
+        num_envs=num_envs,
+        max_episode_steps=max_episode_steps,
+        obs_extras=mask,
+        num_players=num_players,
+        turn_based=True,
+    )
 
 
 def make_vector_env(

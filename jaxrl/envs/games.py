@@ -31,18 +31,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxrl.envs.core import close_episodes, fresh_episodes, where_done
-from jaxrl.types import (
-    ACTION_MASK,
-    OBS,
-    Array,
-    ArraySpec,
-    Discrete,
-    Env,
-    EnvSpec,
-    PRNGKey,
-    TimeStep,
-)
+from jaxrl.envs.core import close_episodes, fresh_episodes, turn_based_spec, where_done
+from jaxrl.types import ACTION_MASK, OBS, Array, Env, PRNGKey, TimeStep
 from jaxrl.validation import check_int
 
 NUM_PLAYERS = 2
@@ -89,17 +79,8 @@ def make_game_env(game: Game, num_envs: int) -> Env:
     num_envs = check_int("num_envs", num_envs)
     pgx_env = pgx.make(game.pgx_id)
     max_len = game.rows * game.cols
-    spec = EnvSpec(
-        name=game.name,
-        obs_shape=(game.rows, game.cols, 2),
-        obs_dtype="float32",
-        action_space=Discrete(game.num_actions),
-        num_envs=num_envs,
-        max_episode_steps=max_len,
-        obs_extras=(ArraySpec(ACTION_MASK, (game.num_actions,), "bool"),),
-        num_players=NUM_PLAYERS,
-        turn_based=True,
-    )
+    obs_shape = (game.rows, game.cols, 2)
+    spec = turn_based_spec(game.name, obs_shape, game.num_actions, num_envs, max_len, NUM_PLAYERS)
     v_init, v_step = jax.vmap(pgx_env.init), jax.vmap(pgx_env.step)
 
     def observe(core: Any) -> dict[str, Array]:

@@ -37,19 +37,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxrl.envs.core import close_episodes, fresh_episodes, where_done
-from jaxrl.types import (
-    ACTION_MASK,
-    OBS,
-    Array,
-    ArraySpec,
-    Box,
-    Discrete,
-    Env,
-    EnvSpec,
-    PRNGKey,
-    TimeStep,
-)
+from jaxrl.envs.core import close_episodes, fresh_episodes, turn_based_spec, where_done
+from jaxrl.types import ACTION_MASK, OBS, Array, Box, Discrete, Env, EnvSpec, PRNGKey, TimeStep
 from jaxrl.validation import check_int
 
 SCENARIOS = {"simple_spread": "MPE_simple_spread_v3"}
@@ -272,17 +261,7 @@ def hanabi(num_envs: int = 1, num_players: int = 2, max_steps: int = 100) -> Env
     agents = list(game.agents)
     P, N = num_players, num_envs
     A = int(game.action_space(agents[0]).n)
-    spec = EnvSpec(
-        name="hanabi",
-        obs_shape=(int(game.obs_size),),
-        obs_dtype="float32",
-        action_space=Discrete(A),
-        num_envs=N,
-        max_episode_steps=max_steps,
-        obs_extras=(ArraySpec(ACTION_MASK, (A,), "bool"),),
-        num_players=P,
-        turn_based=True,
-    )
+    spec = turn_based_spec("hanabi", (int(game.obs_size),), A, N, max_steps, P)
     v_reset, v_step = jax.vmap(game.reset), jax.vmap(game.step_env)
     v_legal = jax.vmap(game.get_legal_moves)
 

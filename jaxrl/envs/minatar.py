@@ -42,7 +42,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from jaxrl.envs.core import make_vector_env
+from jaxrl.envs.core import documented_partial, make_vector_env
 from jaxrl.types import ConfigError, Discrete, Env
 
 #: jaxrl id -> (pgx_minatar module, gymnax id or None, description)
@@ -223,9 +223,8 @@ def _gymnax(game, num_envs, max_episode_steps, sticky_action_prob, difficulty_ra
 
 def factory(game: str) -> functools.partial[Env]:
     """The registry factory of ``game``: ``make_minatar`` with its options."""
-    make = functools.partial(make_minatar, game)
-    make.__doc__ = f"MinAtar {game.removeprefix('MinAtar-')}: see ``make_minatar``."
-    return make
+    doc = f"MinAtar {game.removeprefix('MinAtar-')}: see ``make_minatar``."
+    return documented_partial(doc, make_minatar, game)
 
 
 breakout = factory("MinAtar-Breakout")

@@ -37,7 +37,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from jaxrl.envs.core import make_vector_env
+from jaxrl.envs.core import documented_partial, make_vector_env
 from jaxrl.types import Box, ConfigError, Env
 
 BACKENDS = ("mjx", "brax", "generalized", "positional", "spring")
@@ -140,9 +140,7 @@ def humanoid(num_envs: int = 1, **kwargs: Any) -> Env:
 
 def _brax_factory(task: str) -> functools.partial[Env]:
     """``make_env`` of ``task`` on Brax unless a ``backend`` is given."""
-    factory = functools.partial(make_env, task, backend="brax")
-    factory.__doc__ = f"{task} in Brax: see ``make_env``."
-    return factory
+    return documented_partial(f"{task} in Brax: see ``make_env``.", make_env, task, backend="brax")
 
 
 halfcheetah_brax = _brax_factory("HalfCheetah")

@@ -30,7 +30,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import io_callback
 
-from jaxrl.types import ACTION_MASK, OBS, ArraySpec, ConfigError, Discrete, Env, EnvSpec, TimeStep
+from jaxrl.envs.core import turn_based_spec
+from jaxrl.types import ACTION_MASK, OBS, ConfigError, Env, TimeStep
 from jaxrl.validation import check_int
 
 PREFIX = "pz:"
@@ -138,18 +139,7 @@ def make_pettingzoo_env(env_id: str, num_envs: int = 1, max_steps: int = 1000) -
     max_steps = check_int("max_steps", max_steps)
     games = _Games(env_id, num_envs, max_steps)
     N, P, A = num_envs, len(games.agents), games.num_actions
-    extras = (ArraySpec(ACTION_MASK, (A,), "bool"),) if games.masked else ()
-    spec = EnvSpec(
-        name=PREFIX + env_id,
-        obs_shape=games.obs_shape,
-        obs_dtype="float32",
-        action_space=Discrete(A),
-        num_envs=N,
-        max_episode_steps=max_steps,
-        obs_extras=extras,
-        num_players=P,
-        turn_based=True,
-    )
+    spec = turn_based_spec(PREFIX + env_id, games.obs_shape, A, N, max_steps, P, games.masked)
     sds = jax.ShapeDtypeStruct
     obs_s, mask_s = sds((N, *games.obs_shape), jnp.float32), sds((N, A), jnp.bool_)
     players_s = sds((N,), jnp.int32)

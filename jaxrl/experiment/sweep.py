@@ -35,6 +35,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxrl.runners import Runner, RunnerState
 from jaxrl.types import ConfigError, member_axes
+from jaxrl.validation import check_names
 
 AXIS = "members"
 
@@ -68,14 +69,15 @@ def hparam_names(hparams: Any) -> list[str]:
 
 def check_sweep(agent_name: str, hparams: Any, sweep: Mapping[str, Sequence[float]]) -> None:
     """ConfigError unless every swept name is a continuous hyperparameter in ``hparams``."""
-    valid = hparam_names(hparams)
-    for name in sweep:
-        if name not in valid:
-            raise ConfigError(
-                f"--sweep agent.{name}: '{name}' is not a continuous hyperparameter of agent "
-                f"'{agent_name}' (sweepable in one program: {', '.join(valid) or 'none'}); "
-                "a structural option must be run as separate jobs"
-            )
+    check_names(
+        sweep,
+        hparam_names(hparams),
+        lambda name, listing: (
+            f"--sweep agent.{name}: '{name}' is not a continuous "
+            f"hyperparameter of agent '{agent_name}' (sweepable in one program: {listing}); "
+            "a structural option must be run as separate jobs"
+        ),
+    )
 
 
 def grid(sweep: Mapping[str, Sequence[float]]) -> list[dict[str, float]]:

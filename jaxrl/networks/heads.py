@@ -1,16 +1,17 @@
 """Heads: feature vector -> action values (scalar or categorical distributions).
 
-Every head has ``noisy: bool = False`` and ``sigma0: float = 0.5``: with ``noisy`` its
-linear layers are ``NoisyLinear`` (Fortunato et al. 2018) instead of ``nn.Dense``, named
-``NoisyLinear_<i>`` in the same order as ``Dense_<i>``; then ``apply`` needs
-``rngs={"noise": key}`` unless called with ``deterministic=True`` (mean weights, for
-greedy evaluation). Without ``noisy`` the ``deterministic`` argument is ignored.
+Every head is a ``Head``: it has the keyword-only options ``noisy: bool = False`` and
+``sigma0: float = 0.5``. With ``noisy`` its linear layers are ``NoisyLinear`` (Fortunato et
+al. 2018) instead of ``nn.Dense``, named ``NoisyLinear_<i>`` in the same order as
+``Dense_<i>``; then ``apply`` needs ``rngs={"noise": key}`` unless called with
+``deterministic=True`` (mean weights, for greedy evaluation). Without ``noisy`` the
+``deterministic`` argument is ignored.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import Any
 
 import flax.linen as nn
 import jax
@@ -22,7 +23,16 @@ from jaxrl.ops.quantile import cosine_embedding
 Array = jax.Array
 
 
-def head_layer(head: Any, deterministic: bool) -> Callable[[int], nn.Module]:
+class Head(nn.Module):
+    """The options every head has (module docstring), keyword-only: a head's own fields
+    (``num_actions``, ...) come first, positionally."""
+
+    _: dataclasses.KW_ONLY
+    noisy: bool = False
+    sigma0: float = 0.5
+
+
+def head_layer(head: Head, deterministic: bool) -> Callable[[int], nn.Module]:
     """``n -> layer of n outputs`` for ``head`` (a module with ``noisy`` and ``sigma0``),
     made in the caller's compact scope: ``nn.Dense``, or ``NoisyLinear`` with ``noisy``."""
     return lambda n: dense(n, noisy=head.noisy, sigma0=head.sigma0, deterministic=deterministic)
@@ -46,19 +56,17 @@ def dueling_streams(
     return layer(value_size)(v), layer(advantage_size)(a)
 
 
-class QHead(nn.Module):
+class QHead(Head):
     """Linear action-value head: ``[..., F] -> [..., num_actions]`` (Mnih et al. 2015)."""
 
     num_actions: int
-    noisy: bool = False
-    sigma0: float = 0.5
 
     @nn.compact
     def __call__(self, features: Array, deterministic: bool = False) -> Array:
         return head_layer(self, deterministic)(self.num_actions)(features)
 
 
-class DuelingHead(nn.Module):
+class DuelingHead(Head):
     """Dueling head (Wang et al. 2016, eq. 9): ``Q = V + A - mean_a A``.
 
     ``[..., F] -> [..., num_actions]``; value and advantage streams each have one hidden
@@ -68,8 +76,6 @@ class DuelingHead(nn.Module):
 
     num_actions: int
     hidden_size: int = 0
-    noisy: bool = False
-    sigma0: float = 0.5
 
     @nn.compact
     def __call__(self, features: Array, deterministic: bool = False) -> Array:
@@ -78,7 +84,7 @@ class DuelingHead(nn.Module):
         return value + advantage - advantage.mean(axis=-1, keepdims=True)
 
 
-class CategoricalHead(nn.Module):
+class CategoricalHead(Head):
     r"""Categorical value-distribution head (C51; Bellemare et al. 2017, "A Distributional
     Perspective on Reinforcement Learning", ICML).
 
@@ -91,8 +97,6 @@ class CategoricalHead(nn.Module):
 
     num_actions: int
     num_atoms: int
-    noisy: bool = False
-    sigma0: float = 0.5
 
     @nn.compact
     def __call__(self, features: Array, deterministic: bool = False) -> Array:
@@ -101,7 +105,7 @@ class CategoricalHead(nn.Module):
         return out.reshape(*out.shape[:-1], a, k)
 
 
-class DuelingCategoricalHead(nn.Module):
+class DuelingCategoricalHead(Head):
     r"""Dueling categorical head of Rainbow (Hessel et al. 2018, sec. "The integrated
     agent", eq. for ``p_theta``; as in Dopamine and RLHive).
 
@@ -120,8 +124,6 @@ class DuelingCategoricalHead(nn.Module):
     num_actions: int
     num_atoms: int
     hidden_size: int = 0
-    noisy: bool = False
-    sigma0: float = 0.5
 
     @nn.compact
     def __call__(self, features: Array, deterministic: bool = False) -> Array:
@@ -133,7 +135,7 @@ class DuelingCategoricalHead(nn.Module):
         return value + advantage - advantage.mean(axis=-2, keepdims=True)
 
 
-class ImplicitQuantileHead(nn.Module):
+class ImplicitQuantileHead(Head):
     r"""IQN's head (Dabney et al. 2018b, "Implicit Quantile Networks for Distributional
     Reinforcement Learning", ICML, eq. 4 and sec. 3.1; as Dopamine's IQN network).
 
@@ -149,8 +151,6 @@ class ImplicitQuantileHead(nn.Module):
 
     num_actions: int
     embedding_dim: int = 64
-    noisy: bool = False
-    sigma0: float = 0.5
 
     @nn.compact
     def __call__(

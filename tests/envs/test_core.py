@@ -157,3 +157,17 @@ def test_wrong_action_shape_is_an_error():
 def test_bad_num_envs_is_a_config_error(value):
     with pytest.raises(ConfigError, match=f"^num_envs must be a positive int, got {value!r}$"):
         _counter_env(num_envs=value)
+
+
+def test_turn_based_spec_and_documented_partial():
+    from jaxrl.envs.core import documented_partial, turn_based_spec
+    from jaxrl.types import ACTION_MASK, ArraySpec, EnvSpec
+
+    mask = (ArraySpec(ACTION_MASK, (7,), "bool"),)
+    want = EnvSpec("g", (6, 7, 2), "float32", Discrete(7), 4, 42, mask, 2, True)
+    assert turn_based_spec("g", (6, 7, 2), 7, 4, 42, 2) == want
+    bare = turn_based_spec("g", (6, 7, 2), 7, 4, 42, 2, masked=False)
+    assert bare.obs_extras == () and bare.turn_based and bare.num_players == 2
+
+    make = documented_partial("doc", lambda *a, **k: (a, k), "task", backend="b")
+    assert make.__doc__ == "doc" and make(3) == (("task", 3), {"backend": "b"})

@@ -35,6 +35,7 @@ import numpy as np
 import optax
 
 from jaxrl.agents.auxiliary.base import AuxLearner
+from jaxrl.agents.common.optim import optimizer_step
 from jaxrl.networks import MLP
 from jaxrl.ops.amp import (
     confusion_reward,
@@ -61,11 +62,6 @@ def transition_features(obs: Any, next_obs: Any) -> jax.Array:
     and concatenated (AMP's discriminator input)."""
     flat = lambda o: jnp.asarray(main_obs(o), jnp.float32).reshape(main_obs(o).shape[0], -1)
     return jnp.concatenate([flat(obs), flat(next_obs)], axis=-1)
-
-
-def _adam_step(params, opt_state, grads, lr):
-    updates, opt_state = optax.scale_by_adam().update(grads, opt_state, params)
-    return optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates)), opt_state
 
 
 def discriminator_loss(
@@ -106,7 +102,9 @@ def _learner(
         positive, negative = positive_negative(state, batch, key)
         loss_fn = lambda p: discriminator_loss(net, p, positive, negative, w_gp)
         (loss, parts), grads = jax.value_and_grad(loss_fn, has_aux=True)(state["params"])
-        params, opt_state = _adam_step(state["params"], state["opt_state"], grads, h[lr_name])
+        params, opt_state = optimizer_step(
+            optax.scale_by_adam(), state["params"], grads, state["opt_state"], h[lr_name]
+        )
         return {**state, "params": params, "opt_state": opt_state}, {"loss": loss, **parts}
 
     def reward_fn(state, batch: Transition, h):

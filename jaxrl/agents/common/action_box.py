@@ -1,4 +1,5 @@
-"""The bounds of a continuous action space, as the agents that act in one need them."""
+"""The action space an agent acts in, checked: a continuous space's bounds, as the agents
+that act in one need them, or a discrete space (ConfigError naming the env otherwise)."""
 
 from __future__ import annotations
 
@@ -30,3 +31,12 @@ def action_box(spec: EnvSpec, name: str) -> tuple[np.ndarray, np.ndarray]:
     if not (np.isfinite(low).all() and np.isfinite(high).all() and (low < high).all()):
         raise ConfigError(f"agent '{name}' needs finite bounds low < high, got {space}")
     return low, high
+
+
+def require_discrete(spec: EnvSpec, name: str) -> None:
+    """ConfigError unless ``spec``'s actions are ``Discrete`` (agent ``name`` takes them)."""
+    if not isinstance(spec.action_space, Discrete):
+        raise ConfigError(
+            f"agent '{name}' needs a discrete action space, but {spec.name} has a continuous "
+            f"one {spec.action_space}; use a discrete-action env such as CartPole-v1"
+        )

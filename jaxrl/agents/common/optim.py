@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 import jax
 import jax.numpy as jnp
@@ -216,6 +216,16 @@ def scheduled_lr(cfg: OptimizerOptions, lr: jax.Array, step: jax.Array) -> jax.A
     """The learning rate at env step ``step``: ``lr`` (from hparams) times the factor."""
     factor = lr_factor(cfg)
     return lr if factor is None else lr * factor(step)
+
+
+def optimizer_step(
+    optimizer: optax.GradientTransformation, params: Any, grads: Any, opt_state: Any, lr: Any
+) -> tuple[Any, Any]:
+    """One step of ``optimizer`` (a ``scale_transform``: no learning rate) with the
+    (possibly traced, scheduled) learning rate ``lr``: ``params - lr * u``."""
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
+    return params, opt_state
 
 
 def scheduled_lrs(cfg: OptimizerOptions, hparams: dict, step: jax.Array) -> dict:

@@ -55,7 +55,6 @@ from jaxrl.agents.off_policy.parts import exploration_noise, learn, param_noise_
 from jaxrl.buffers import PriorityParams
 from jaxrl.networks.spec import TorsoSpec
 from jaxrl.ops import noise as noise_ops
-from jaxrl.ops.targets import hysteretic_target
 from jaxrl.types import Agent, ConfigError, EnvSpec, Transition, shared_field
 from jaxrl.validation import option
 
@@ -244,55 +243,6 @@ def make_optimizer(cfg: OffPolicyConfig) -> optax.GradientTransformation:
     (``optimizer_step`` applies ``-lr`` from hparams, scaled by ``cfg.lr_schedule``)."""
     clip = [optax.clip_by_global_norm(cfg.max_grad_norm)] if cfg.max_grad_norm else []
     return optax.chain(*clip, scale_transform(cfg, cfg.adam_eps))
-
-
-def optimizer_step(
-    optimizer: optax.GradientTransformation, params: Any, grads: Any, opt_state: Any, lr: Any
-) -> tuple[Any, Any]:
-    """One optimizer step with the (possibly traced) learning rate ``lr``."""
-    updates, opt_state = optimizer.update(grads, opt_state, params)
-    params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
-    return params, opt_state
-
-
-def td_target(batch: Transition, next_value: jax.Array, hparams: dict[str, jax.Array]):
-    r"""``y = reward_scale * r + gamma * (1 - terminated) * next_value``, ``[B]``.
-
-    Truncated steps bootstrap (``batch.next_obs`` is the true last observation). With
-    n-step returns ``batch.reward`` is the discounted reward sum and
-    ``batch.extras["discount"]`` the bootstrap coefficient ``gamma^m (1 - terminated)``,
-    which replaces ``gamma * (1 - terminated)``.
-    """
-    if "discount" in batch.extras:
-        discount = batch.extras["discount"]
-    else:
-        discount = hparams["gamma"] * (1.0 - batch.terminated.astype(jnp.float32))
-    return jax.lax.stop_gradient(hparams["reward_scale"] * batch.reward + discount * next_value)
-
-
-def critic_regression(
-    q: jax.Array, y: jax.Array, batch: Transition, scale: float = 1.0, hysteresis=None
-) -> tuple[jax.Array, jax.Array | None]:
-    r"""The critics' squared TD loss and, with prioritized replay, the new priorities.
-
-    ``q`` ``[K, B]`` (K critics), ``y`` ``[B]``:
-    :math:`L = \text{scale} \sum_k \operatorname{mean}_b w_b (Q_{kb} - y_b)^2`, with
-    importance weights ``w = batch.extras["weight"]`` when present (else 1). With
-    ``hysteresis = (q_increase_rate, q_decrease_rate)`` the target is replaced by
-    ``ops.hysteretic_target(q, y, ...)`` (machin's HDDPG). Returns ``(L, |delta|)`` with
-    ``|delta|`` ``[B]`` the mean over critics of ``|y - Q_k|`` (from the unmodified target) if
-    ``batch`` carries weights, else ``(L, None)``.
-    """
-    target = y if hysteresis is None else hysteretic_target(q, y, *hysteresis)
-    err = (q - target) ** 2
-    if "weight" in batch.extras:
-        err = err * batch.extras["weight"]
-    loss = jnp.mean(err, axis=-1).sum()
-    if scale != 1.0:
-        loss = scale * loss
-    if "weight" not in batch.extras:
-        return loss, None
-    return loss, jax.lax.stop_gradient(jnp.abs(y - q).mean(axis=0))
 
 
 def make_off_policy_agent(

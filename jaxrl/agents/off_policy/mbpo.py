@@ -58,9 +58,9 @@ import optax
 from jaxrl.agents.auxiliary.latent_prior import LatentPriorOptions
 from jaxrl.agents.auxiliary.options import AuxiliaryOptions
 from jaxrl.agents.common.action_box import action_box
+from jaxrl.agents.common.optim import optimizer_step as opt_step
 from jaxrl.agents.common.replay_choice import make_replay
 from jaxrl.agents.off_policy.core import LearnerState, OffPolicyConfig, make_off_policy_agent
-from jaxrl.agents.off_policy.core import optimizer_step as opt_step
 from jaxrl.agents.off_policy.model_data import (
     TERMINATIONS,
     mixed_buffer,

@@ -56,18 +56,17 @@ import jax.numpy as jnp
 from jaxrl.agents.auxiliary.base import Encoder
 from jaxrl.agents.auxiliary.latent_prior import with_latent_prior
 from jaxrl.agents.common.action_box import action_box
+from jaxrl.agents.common.optim import optimizer_step
 from jaxrl.agents.off_policy.core import (
     Algorithm,
     LearnerState,
     OffPolicyConfig,
-    critic_regression,
     make_critic,
     make_encoder,
     make_off_policy_agent,
     make_optimizer,
-    optimizer_step,
-    td_target,
 )
+from jaxrl.agents.off_policy.critics import critic_step
 from jaxrl.networks.continuous import SquashedGaussianActor
 from jaxrl.ops import linear_schedule
 from jaxrl.ops.squashed_gaussian import squashed_gaussian_sample
@@ -241,21 +240,11 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
         next_q = cast(
             jax.Array, critic.apply(learner.target_critic_params, batch.next_obs, next_action)
         )
-        y = td_target(batch, next_q.min(axis=0) - alpha * next_log_prob, h)
-
-        def critic_loss(params):
-            q = critic.apply(params, batch.obs, batch.action)  # [K, B]
-            loss, td_error = critic_regression(q, y, batch, scale=0.5)
-            return loss, (q.mean(), td_error)
-
-        (q_loss, (q_mean, td_error)), grads = jax.value_and_grad(critic_loss, has_aux=True)(
-            learner.critic_params
+        next_value = next_q.min(axis=0) - alpha * next_log_prob
+        critics = critic_step(
+            critic, optimizer, learner, batch, next_value, h, critic_grads, scale=0.5
         )
-        if critic_grads is not None:
-            grads = jax.tree.map(jnp.add, grads, critic_grads)
-        critic_params, critic_opt_state = optimizer_step(
-            optimizer, learner.critic_params, grads, learner.critic_opt_state, h["critic_lr"]
-        )
+        critic_params = critics.params
         actor_params = learner.actor_params
         if tie is not None:  # CURL: the actor reads the critics' new encoder
             actor_params = tie(actor_params, critic_params)
@@ -290,29 +279,29 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
             critic_params=critic_params,
             target_critic_params=soft_update(learner.target_critic_params, critic_params, h["tau"]),
             actor_opt_state=actor_opt_state,
-            critic_opt_state=critic_opt_state,
+            critic_opt_state=critics.opt_state,
             extra=extra,
             updates=learner.updates + 1,
         )
         metrics = {
-            "critic_loss": q_loss,
+            "critic_loss": critics.loss,
             "actor_loss": pi_loss,
             "alpha_loss": a_loss,
             "alpha": alpha,
             "entropy": -log_prob.mean(),
-            "q_mean": q_mean,
+            "q_mean": critics.q_mean,
         }
         if cfg.target_entropy_steps is not None:
             metrics["target_entropy"] = target
-        if td_error is not None:  # prioritized replay: the skeleton's new priorities
-            metrics["td_error"] = td_error
+        if critics.td_error is not None:  # prioritized replay: the skeleton's new priorities
+            metrics["td_error"] = critics.td_error
         return learner, metrics
 
     return Algorithm(
-        actor=actor,
-        critic=critic,
-        policy=policy,
-        gradient_step=gradient_step,
+        actor,
+        critic,
+        policy,
+        gradient_step,
         init_extra=init_extra,
         target_actor=False,
         hparams=sac_hparams(cfg, target_entropy),

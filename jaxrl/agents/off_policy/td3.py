@@ -33,20 +33,19 @@ import jax.numpy as jnp
 from jaxrl.agents.auxiliary.latent_prior import with_latent_prior
 from jaxrl.agents.auxiliary.options import AuxiliaryOptions
 from jaxrl.agents.common.action_box import action_box
+from jaxrl.agents.common.optim import optimizer_step
 from jaxrl.agents.off_policy.core import (
     Algorithm,
     LearnerState,
     Noise,
     OffPolicyConfig,
     PerDim,
-    critic_regression,
     make_critic,
     make_encoder,
     make_off_policy_agent,
     make_optimizer,
-    optimizer_step,
-    td_target,
 )
+from jaxrl.agents.off_policy.critics import critic_step
 from jaxrl.networks.continuous import DeterministicActor
 from jaxrl.ops.noise import clipped_gaussian_noise
 from jaxrl.ops.targets import soft_update
@@ -183,24 +182,16 @@ def _build(spec: EnvSpec, cfg: TD3Config, name: str, learners: tuple = (), inser
         next_q = cast(
             jax.Array, critic.apply(learner.target_critic_params, batch.next_obs, next_action)
         )
-        y = td_target(batch, next_q.min(axis=0), h)
-
-        def critic_loss(params):
-            q = critic.apply(params, batch.obs, batch.action)  # [K, B]
-            loss, td_error = critic_regression(q, y, batch, hysteresis=hysteresis)
-            return loss, (q.mean(), td_error)
-
-        (q_loss, (q_mean, td_error)), grads = jax.value_and_grad(critic_loss, has_aux=True)(
-            learner.critic_params
-        )
-        if critic_grads is not None:
-            grads = jax.tree.map(jnp.add, grads, critic_grads)
-        critic_params, critic_opt_state = optimizer_step(
-            optimizer, learner.critic_params, grads, learner.critic_opt_state, h["critic_lr"]
+        next_value = next_q.min(axis=0)
+        critics = critic_step(
+            critic, optimizer, learner, batch, next_value, h, critic_grads, hysteresis=hysteresis
         )
         updates = learner.updates + 1
         learner = dataclasses.replace(
-            learner, critic_params=critic_params, critic_opt_state=critic_opt_state, updates=updates
+            learner,
+            critic_params=critics.params,
+            critic_opt_state=critics.opt_state,
+            updates=updates,
         )
 
         # Delayed actor and target updates (``updates`` is unbatched: a real branch).
@@ -208,16 +199,16 @@ def _build(spec: EnvSpec, cfg: TD3Config, name: str, learners: tuple = (), inser
         learner, pi_loss = jax.lax.cond(
             updates % cfg.policy_delay == 0, lambda lr: actor_step(lr, batch, h), skip, learner
         )
-        metrics = {"critic_loss": q_loss, "actor_loss": pi_loss, "q_mean": q_mean}
-        if td_error is not None:  # prioritized replay: the skeleton's new priorities
-            metrics["td_error"] = td_error
+        metrics = {"critic_loss": critics.loss, "actor_loss": pi_loss, "q_mean": critics.q_mean}
+        if critics.td_error is not None:  # prioritized replay: the skeleton's new priorities
+            metrics["td_error"] = critics.td_error
         return learner, metrics
 
     algorithm = Algorithm(
-        actor=actor,
-        critic=critic,
-        policy=policy,
-        gradient_step=gradient_step,
+        actor,
+        critic,
+        policy,
+        gradient_step,
         init_extra=dict,
         target_actor=True,
         hparams={"policy_noise": cfg.policy_noise, "noise_clip": cfg.noise_clip},

@@ -43,6 +43,7 @@ import optax
 
 from jaxrl.agents.auxiliary import base as aux_lib
 from jaxrl.agents.auxiliary.options import make_auxiliary
+from jaxrl.agents.common.action_box import require_discrete
 from jaxrl.agents.common.optim import scale_transform, scheduled_lr
 from jaxrl.agents.common.param_noise import param_noise
 from jaxrl.agents.common.replay_sampling import (
@@ -76,7 +77,6 @@ from jaxrl.ops import (
 from jaxrl.types import (
     Agent,
     ConfigError,
-    Discrete,
     EnvSpec,
     Transition,
     action_mask,
@@ -374,11 +374,7 @@ def make_q_agent(
 
 def make_parts(spec, cfg, head, buffer, exploration, prioritization, name) -> _Parts:
     """``make_q_agent``'s parts, for an agent that assembles them its own way (Ape-X)."""
-    if not isinstance(spec.action_space, Discrete):
-        raise ConfigError(
-            f"agent '{name}' needs a discrete action space, but {spec.name} has a continuous "
-            f"one {spec.action_space}; use a discrete-action env such as CartPole-v1"
-        )
+    require_discrete(spec, name)
     clip = [optax.clip_by_global_norm(cfg.max_grad_norm)] if cfg.max_grad_norm else []
     network = make_network(spec, cfg, head, exploration)
     auxiliary = make_auxiliary(spec, cfg, name, encoder=_encoder(spec, network))

@@ -30,6 +30,7 @@ import flax.struct
 import jax
 import jax.numpy as jnp
 
+from jaxrl.agents.common.action_box import require_discrete
 from jaxrl.agents.common.optim import OptimizerOptions, scheduled_lr
 from jaxrl.agents.on_policy.config import f32
 from jaxrl.agents.on_policy.core import gradient_step, make_optimizer, run_epochs
@@ -39,8 +40,6 @@ from jaxrl.networks.torsos import CNN_TORSOS, cnn_torso, torso_name
 from jaxrl.ops import linear_schedule, masked_epsilon_greedy, q_lambda_returns
 from jaxrl.types import (
     Agent,
-    ConfigError,
-    Discrete,
     EnvSpec,
     Transition,
     action_mask,
@@ -133,11 +132,7 @@ def make_network(spec: EnvSpec, cfg: PQNConfig) -> QNetwork:
 def make_pqn(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds a PQN agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     cfg = build_config(PQNConfig, overrides, "agent 'pqn'")
-    if not isinstance(spec.action_space, Discrete):
-        raise ConfigError(
-            f"agent 'pqn' needs a discrete action space, but {spec.name} has "
-            f"{spec.action_space}; use a discrete-action env such as CartPole-v1"
-        )
+    require_discrete(spec, "pqn")
     network = make_network(spec, cfg)
     optimizer = make_optimizer(cfg.adam_eps, cfg)
 

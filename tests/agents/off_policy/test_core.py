@@ -173,7 +173,8 @@ def n_step_reference(r, term, trunc, next_v, gamma):
 
 
 def test_n_step_batch_gives_the_n_step_target():
-    from jaxrl.agents.off_policy.core import OffPolicyConfig, td_target
+    from jaxrl.agents.off_policy.core import OffPolicyConfig
+    from jaxrl.agents.off_policy.critics import td_target
     from jaxrl.agents.off_policy.parts import replay_batch
     from jaxrl.buffers.base import ReplaySample
 
@@ -209,7 +210,7 @@ def test_n_step_batch_gives_the_n_step_target():
 
 
 def test_critic_regression_weights_and_hysteresis_against_numpy():
-    from jaxrl.agents.off_policy.core import critic_regression
+    from jaxrl.agents.off_policy.critics import critic_regression
 
     rng = np.random.default_rng(1)
     q = rng.normal(size=(2, 5)).astype(np.float32)
@@ -227,6 +228,41 @@ def test_critic_regression_weights_and_hysteresis_against_numpy():
     delta = y - q
     want = -2 * np.where(delta > 0, rates[0], rates[1]) * delta / q.shape[1]
     np.testing.assert_allclose(grad(jnp.asarray(q)), want, rtol=1e-5, atol=1e-7)
+
+
+def test_critic_step_is_a_gradient_step_on_the_critic_loss_against_numpy():
+    """A linear ensemble ``q_k = w_k x`` and a plain gradient step (``optax.identity``):
+    ``w - lr (dL/dw + added)`` with ``L = 0.5 sum_k mean_b (q_kb - y_b)^2`` towards
+    ``y = reward_scale r + gamma (1 - terminated) next_value``."""
+    from types import SimpleNamespace
+
+    import optax
+
+    from jaxrl.agents.off_policy.critics import critic_step
+
+    rng = np.random.default_rng(2)
+    f32 = lambda *shape: rng.normal(size=shape).astype(np.float32)
+    b, k = 6, 2
+    obs, action, reward, next_value = f32(b, 3), f32(b, 2), f32(b), f32(b)
+    term = np.array([0, 1, 0, 0, 1, 0], bool)
+    batch = Transition(
+        *map(jnp.asarray, (obs, action, reward, f32(b, 3), term, np.zeros(b, bool))), {}
+    )
+    w, added = f32(k, 5), f32(k, 5)
+    critic = SimpleNamespace(apply=lambda p, o, a: p["w"] @ jnp.concatenate([o, a], -1).T)
+    learner = SimpleNamespace(critic_params={"w": jnp.asarray(w)}, critic_opt_state=())
+    h = {"gamma": 0.9, "reward_scale": 2.0, "critic_lr": 0.1}
+    args = (critic, optax.identity(), learner, batch, jnp.asarray(next_value), h)
+    out = critic_step(*args, {"w": jnp.asarray(added)}, scale=0.5)
+    x = np.concatenate([obs, action], -1)
+    y = 2.0 * reward + 0.9 * (1.0 - term) * next_value
+    q = w @ x.T
+    np.testing.assert_allclose(out.params["w"], w - 0.1 * ((q - y) @ x / b + added), rtol=1e-5)
+    np.testing.assert_allclose(out.loss, 0.5 * ((q - y) ** 2).mean(-1).sum(), rtol=1e-5)
+    np.testing.assert_allclose(out.q_mean, q.mean(), rtol=1e-5, atol=1e-6)
+    assert out.td_error is None
+    plain = critic_step(*args)  # no added gradient, scale 1
+    np.testing.assert_allclose(plain.params["w"], w - 0.1 * 2 * (q - y) @ x / b, rtol=1e-5)
 
 
 def learned(name, steps, **options):
