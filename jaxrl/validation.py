@@ -297,6 +297,13 @@ class ArgumentParser(argparse.ArgumentParser):
         raise ConfigError(message)
 
 
+def check_schedule(config: Any, end: str, steps: str, unit: str) -> None:
+    """ValueError unless a schedule's two options ``end`` (its final value) and ``steps``
+    (its length in ``unit``) of ``config`` are both given or both None."""
+    if (getattr(config, end) is None) != (getattr(config, steps) is None):
+        raise ValueError(f"a schedule needs both {end} and {steps} ({unit}); give both or neither")
+
+
 def check_names(
     given: Iterable[str], valid: Iterable[str], message: Callable[[str, str], str]
 ) -> None:

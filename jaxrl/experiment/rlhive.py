@@ -347,10 +347,18 @@ def _network(obj: tuple[str, dict[str, Any]], out: Translated, where: str) -> No
         agent["torso"] = spec
         agent["hidden_sizes"] = list(kwargs.pop("mlp_layers", []))
     else:
-        raise ConfigError(
-            f"RLHive file '{where}': network {name} has no jaxrl counterpart; give "
-            "MLPNetwork or ConvNetwork, or a torso of your own (--agent.torso)"
-        )
+        give = "give MLPNetwork or ConvNetwork, or a torso of your own (--agent.torso)"
+        raise _refuse("network", name, where, give)
+    _no_leftovers(kwargs, name, where)
+
+
+def _refuse(what: str, name: str, where: str, give: str) -> ConfigError:
+    """The one line for an RLHive ``what`` (network, optimizer) jaxrl has none of."""
+    return ConfigError(f"RLHive file '{where}': {what} {name} has no jaxrl counterpart; {give}")
+
+
+def _no_leftovers(kwargs: Mapping[str, Any], name: str, where: str) -> None:
+    """ConfigError (one line) naming the options of RLHive object ``name`` left unread."""
     if kwargs:
         raise ConfigError(f"RLHive file '{where}': {name} option(s) {sorted(kwargs)} not known")
 
@@ -382,12 +390,9 @@ def _optimizer(obj: tuple[str, dict[str, Any]], out: Translated, where: str) -> 
             weight_decay=kwargs.pop("weight_decay", 0.0),
         )  # fmt: skip
     else:
-        raise ConfigError(
-            f"RLHive file '{where}': optimizer {name} has no jaxrl counterpart; give Adam, "
-            "RMSprop or RMSpropTF (or --agent.optimizer)"
-        )
-    if kwargs:
-        raise ConfigError(f"RLHive file '{where}': {name} option(s) {sorted(kwargs)} not known")
+        give = "give Adam, RMSprop or RMSpropTF (or --agent.optimizer)"
+        raise _refuse("optimizer", name, where, give)
+    _no_leftovers(kwargs, name, where)
 
 
 def _loss(obj: tuple[str, dict[str, Any]], out: Translated, where: str) -> None:
@@ -422,8 +427,7 @@ def _replay(obj: tuple[str, dict[str, Any]], out: Translated, where: str) -> Non
     kwargs.pop("gamma", None)  # the n-step discount: jaxrl's is the agent's gamma
     for key in ("stack_size", "observation_dtype"):
         kwargs.pop(key, None)
-    if kwargs:
-        raise ConfigError(f"RLHive file '{where}': {name} option(s) {sorted(kwargs)} not known")
+    _no_leftovers(kwargs, name, where)
 
 
 def _fields(agent: str) -> set[str]:

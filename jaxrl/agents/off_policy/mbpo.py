@@ -74,7 +74,7 @@ from jaxrl.networks.dynamics import GaussianEnsemble
 from jaxrl.ops import linear_schedule
 from jaxrl.ops.model_based import gaussian_nll, real_batch_size, rollout_length
 from jaxrl.types import Agent, ConfigError, EnvSpec, Transition, shared_field
-from jaxrl.validation import build_config, defaults, fixes, option
+from jaxrl.validation import build_config, check_schedule, defaults, fixes, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,11 +145,7 @@ class MBPOConfig(SACConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if (self.real_ratio_end is None) != (self.real_ratio_steps is None):
-            raise ValueError(
-                "a real_ratio schedule needs both real_ratio_end and real_ratio_steps "
-                "(env steps); give both or neither"
-            )
+        check_schedule(self, "real_ratio_end", "real_ratio_steps", "env steps")
         if self.termination_fn is not None and self.termination != "auto":
             raise ValueError("termination_fn replaces termination: leave termination auto")
 

@@ -72,7 +72,7 @@ from jaxrl.ops import linear_schedule
 from jaxrl.ops.squashed_gaussian import squashed_gaussian_sample
 from jaxrl.ops.targets import soft_update
 from jaxrl.types import Agent, ConfigError, EnvSpec
-from jaxrl.validation import build_config, option
+from jaxrl.validation import build_config, check_schedule, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,11 +125,7 @@ class SACConfig(OffPolicyConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if (self.target_entropy_end is None) != (self.target_entropy_steps is None):
-            raise ValueError(
-                "a target-entropy schedule needs both target_entropy_end and "
-                "target_entropy_steps (gradient steps); give both or neither"
-            )
+        check_schedule(self, "target_entropy_end", "target_entropy_steps", "gradient steps")
         if self.target_entropy_end is not None and not self.autotune_alpha:
             raise ValueError("a target-entropy schedule tunes alpha: set autotune_alpha true")
         if not self.terminal_masking and self.n_step != 1:
