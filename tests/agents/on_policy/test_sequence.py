@@ -11,7 +11,7 @@ from jaxrl import agents, envs
 from jaxrl.runners.scan import make_rollout
 from jaxrl.types import ConfigError
 
-T, N = 8, 4
+T, N = 6, 4
 GAMMA, LAM, CLIP, VCLIP, ENT, VW, LR = 0.99, 0.95, 0.2, 0.2, 0.01, 0.5, 0.5
 # Plain SGD without clipping or annealing: the update's step is -LR x the gradient.
 TINY = dict(
