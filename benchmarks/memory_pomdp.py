@@ -78,7 +78,7 @@ def run_arm(preset: str, cell: str | None, seeds: int, steps: int | None) -> dic
         "env": r["cfg"]["env"]["name"],
         "agent": f"PPO + {cell.upper()} (`{preset}`)" if cell else "PPO, feed-forward",
         "seeds": seeds,
-        "env_steps": int(r["cfg"]["run"]["steps"]),
+        "env_steps": int(np.asarray(r["steps"])[-1]),  # whole chunks: the budget rounded up
         "final": f"{float(ci.point):{num}} [{float(ci.lower):{num}}, {float(ci.upper):{num}}]",
         "at_target": "-" if target is None else f"{int(np.sum(finals >= target))}/{seeds}",
         "auc_iqm": float(stats.iqm(np.asarray(r["aucs"]))),
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {what}", file=sys.stderr)
         return 2
     start, results = time.strftime("%Y-%m-%d, %H:%M", time.gmtime()), []
-    load_start = load()
+    load_start, code = load(), commit()  # the code the run imports, at its start
     label = args.label or start.split(",")[0]
     for preset in args.presets:
         cell = load_config_file(presets()[preset])["agent"].get("cell")
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
                 "date": f"{start}–{time.strftime('%H:%M', time.gmtime())} UTC",
                 "load": f"{load_start} at the start, {load()} at the end (1/5/15-min averages)",
                 "command": command(argv),
-                "commit": commit(),
+                "commit": code,
                 "source": args.source,
             }
             meta = {**run, "date": start, "load": load_start}
