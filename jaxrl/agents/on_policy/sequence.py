@@ -24,6 +24,7 @@ sees the episode's own history.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
 import jax
@@ -32,6 +33,7 @@ import jax.numpy as jnp
 from jaxrl.agents.on_policy.batches import after_update, learning_rewards
 from jaxrl.agents.on_policy.config import ActorCriticConfig
 from jaxrl.agents.on_policy.core import (
+    ActorCriticParts,
     ActorCriticState,
     Objective,
     actor_critic_parts,
@@ -43,7 +45,7 @@ from jaxrl.agents.on_policy.core import (
     run_epochs,
 )
 from jaxrl.buffers.rollout import RolloutBatch
-from jaxrl.networks.memory import make_cell
+from jaxrl.networks.memory import MemoryCell, make_cell
 from jaxrl.networks.recurrent import MemoryActorCritic, memory_carry
 from jaxrl.ops import distributions as D
 from jaxrl.ops.returns import gae
@@ -73,19 +75,25 @@ def env_major(tree: Any) -> Any:
     return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), tree)
 
 
-def make_sequence_actor_critic(
-    spec: EnvSpec,
-    cfg: ActorCriticConfig,
-    objective: Objective,
-    name: str,
-    cell_name: str,
-    cell_size: int,
-) -> Agent:
-    """The ``Agent`` of an actor-critic learner with the memory cell ``cell_name`` of
-    ``cell_size`` units (module docstring); ``ConfigError`` for a cell that does not exist
-    or an action space the skeleton cannot handle."""
-    cell = make_cell(cell_name, cell_size)
-    parts = actor_critic_parts(spec, cfg, objective.hparams, name)
+class SequenceParts(NamedTuple):
+    """The recurrent counterparts of ``ActorCriticParts`` for a ``MemoryActorCritic``:
+    network; init: ``(key) -> ActorCriticState`` with its parameters; act: the
+    ``Agent.act`` (extras as ``ActorCriticParts.act``'s plus ``carry``, the carry it was
+    given); init_carry: ``(num_envs) -> carry``; unroll: ``(params, carry [n], obs [T, n],
+    starts [T, n]) -> (carries, dist [T, n, ...], value [T, n])`` on normalized
+    observations, illegal actions masked."""
+
+    network: MemoryActorCritic
+    init: Callable[[Array], ActorCriticState]
+    act: Callable[..., Any]
+    init_carry: Callable[[int], Any]
+    unroll: Callable[..., tuple[Any, Any, Array]]
+
+
+def sequence_parts(
+    spec: EnvSpec, cfg: ActorCriticConfig, parts: ActorCriticParts, cell: MemoryCell
+) -> SequenceParts:
+    """The ``SequenceParts`` of ``parts`` (``core.actor_critic_parts``) with ``cell``."""
     network = make_network(spec, cfg, MemoryActorCritic, cell=cell)
     bounds = None
     if isinstance(spec.action_space, Box):
@@ -112,10 +120,28 @@ def make_sequence_actor_critic(
         return action, new_carry, {**extras, "carry": carry}
 
     def unroll(params: Any, carry: Any, obs: Any, starts: Array):
-        """``(carries, dist [T, n, ...], value [T, n])`` over sequences ``obs [T, n]``."""
         out = network.apply(params, carry, main_obs(obs), starts, method=MemoryActorCritic.unroll)
         carries, dist, value = cast(tuple[Any, Any, Array], out)
         return carries, masked(dist, obs), value
+
+    return SequenceParts(network, init, act, init_carry, unroll)
+
+
+def make_sequence_actor_critic(
+    spec: EnvSpec,
+    cfg: ActorCriticConfig,
+    objective: Objective,
+    name: str,
+    cell_name: str,
+    cell_size: int,
+) -> Agent:
+    """The ``Agent`` of an actor-critic learner with the memory cell ``cell_name`` of
+    ``cell_size`` units (module docstring); ``ConfigError`` for a cell that does not exist
+    or an action space the skeleton cannot handle."""
+    cell = make_cell(cell_name, cell_size)
+    parts = actor_critic_parts(spec, cfg, objective.hparams, name)
+    seq = sequence_parts(spec, cfg, parts, cell)
+    network, unroll = seq.network, seq.unroll
 
     def loss_fn(params: Any, hparams: Any, mb: SequenceBatch):
         rollout = env_major(mb.rollout)  # [T, n, ...]
@@ -180,4 +206,4 @@ def make_sequence_actor_critic(
         metrics["lr"] = lr
         return state, metrics
 
-    return Agent(init=init, act=act, update=update, init_carry=init_carry)
+    return Agent(init=seq.init, act=seq.act, update=update, init_carry=seq.init_carry)
