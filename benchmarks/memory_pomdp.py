@@ -2,11 +2,12 @@
 
     nice -n 19 python benchmarks/memory_pomdp.py [--presets statelesscartpole-ppo
         memorychain-ppo] [--seeds 8] [--steps N] [--json-dir benchmarks/presets]
-        [--data benchmarks/data/memory-pomdp.yaml] [--source JOURNAL]
+        [--data benchmarks/data/memory-pomdp.yaml] [--source JOURNAL] [--arms gru none]
 
 Each preset (a recurrent PPO preset of ``jaxrl/presets``) runs twice through
 ``benchmarks/presets.py``'s ``run_preset``: as it is (a memory cell, ``--agent.cell``)
-and with ``agent.cell: null`` (feed-forward PPO, every other option the same), each as one
+and with ``agent.cell: null`` (feed-forward PPO, every other option the same), or once
+per cell of ``--arms`` (``none``: feed-forward), each as one
 vmapped program of ``--seeds`` members for the preset's budget with no early stop. Per
 arm: the IQM of the final greedy returns (at least 20 episodes per member) with its 95%
 stratified-bootstrap CI (``jaxrl.stats``), the members at or above the target (the
@@ -65,10 +66,15 @@ def commit() -> str:
     return out.strip() + (" (jaxrl/ modified)" if dirty.strip() else "")
 
 
+CELL_NAMES = {"gru": "GRU", "lstm": "LSTM", "mingru": "minGRU"}
+
+
 def run_arm(preset: str, cell: str | None, seeds: int, steps: int | None) -> dict:
-    """One arm: the preset as it is (``cell`` its own) or feed-forward (``cell`` None)."""
+    """One arm: the preset with the memory cell ``cell`` (its own or another), or
+    feed-forward (``cell`` None)."""
     before = load()
-    overrides = {} if cell else {"agent.cell": None}
+    own = load_config_file(presets()[preset])["agent"].get("cell")
+    overrides = {"agent.cell": cell}
     r = run_preset(preset, seeds, steps, seeds, overrides)
     target = load_config_file(presets()[preset])["run"].get("stop_return")
     finals = np.asarray(r["finals"], np.float64)
@@ -76,7 +82,7 @@ def run_arm(preset: str, cell: str | None, seeds: int, steps: int | None) -> dic
     num = ".3f" if np.all(np.abs(finals) <= 1.0) else ".1f"
     row = {
         "env": r["cfg"]["env"]["name"],
-        "agent": f"PPO + {cell.upper()} (`{preset}`)" if cell else "PPO, feed-forward",
+        "agent": label(preset, cell, own),
         "seeds": seeds,
         "env_steps": int(np.asarray(r["steps"])[-1]),  # whole chunks: the budget rounded up
         "final": f"{float(ci.point):{num}} [{float(ci.lower):{num}}, {float(ci.upper):{num}}]",
@@ -93,6 +99,15 @@ def run_arm(preset: str, cell: str | None, seeds: int, steps: int | None) -> dic
         "curves": np.asarray(r["curves"]).tolist(),
     }
     return {"row": row, "members": members, "preset": preset, "cell": cell}
+
+
+def label(preset: str, cell: str | None, own: str | None) -> str:
+    """The row's agent: ``PPO + GRU (`preset`)``, with ``--agent.cell`` where the cell is
+    not the preset's, or ``PPO, feed-forward``."""
+    if cell is None:
+        return "PPO, feed-forward"
+    flag = "" if cell == own else f", `--agent.cell {cell}`"
+    return f"PPO + {CELL_NAMES.get(cell, cell)} (`{preset}`{flag})"
 
 
 def record(path: Path, results: list[dict], run: dict, label: str) -> None:
@@ -129,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json-dir", default=str(ROOT / "benchmarks" / "presets"))
     parser.add_argument("--source", default="benchmarks/journal/2026-12-02-recurrent-ppo.md")
     parser.add_argument("--label", default="")
+    parser.add_argument(
+        "--arms",
+        nargs="+",
+        metavar="CELL",
+        help="cells to run, 'none' for feed-forward (default: the preset's cell and none)",
+    )
     args = parser.parse_args(argv)
     unknown = [p for p in args.presets if p not in presets()]
     if unknown or args.seeds < 1:
@@ -140,11 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     label = args.label or start.split(",")[0]
     for preset in args.presets:
         cell = load_config_file(presets()[preset])["agent"].get("cell")
-        for arm in (cell, None):
+        arms = [None if a == "none" else a for a in (args.arms or [cell, "none"])]
+        for arm in arms:
             result = run_arm(preset, arm, args.seeds, args.steps)
             results.append(result)
             print(json.dumps(result["row"]), flush=True)
-            name = f"{preset}-{arm or 'feedforward'}-memory-pomdp.json"
+            name = f"{preset}-{arm or 'feedforward'}-memory-pomdp.json"  # one per cell
             Path(args.json_dir).mkdir(parents=True, exist_ok=True)
             run = {
                 "machine": machine(),
