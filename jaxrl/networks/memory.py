@@ -32,7 +32,12 @@ directly, as a sequence learner such as R2D2's burn-in does):
 
 LSTM and GRU take the input kernels Flax gives them (LeCun normal) and orthogonal
 recurrent kernels (``initializers.orthogonal``, safe under ``vmap`` on XLA:CPU); biases
-are 0. minGRU's two dense layers use LeCun normal kernels and zero biases.
+are 0. minGRU's two dense layers use LeCun normal kernels; the bias of ``h~`` is 0 and
+that of ``z`` starts at ``MINGRU_Z_BIAS`` (-2: ``z`` about 0.12, so ``h`` keeps 88% of
+itself per step at the start), as an LSTM's forget gate starts open (Jozefowicz et al.
+2015). minGRU's only path through time is ``(1 - z) h``: with a zero bias it halves ``h``
+at every step, and recurrent PPO with it did not learn MemoryChain-v0 (10 steps) in 100k
+env steps (0.050 [-0.075, 0.175] over 8 seeds; benchmarks/journal/2026-12-02-recurrent-ppo.md).
 """
 
 from __future__ import annotations
@@ -128,6 +133,9 @@ def gru(size: int) -> MemoryCell:
     return _flax_cell("gru", size, module, lambda batch_shape: jnp.zeros((*batch_shape, size)))
 
 
+MINGRU_Z_BIAS = -2.0  # minGRU's update-gate bias at init (module docstring)
+
+
 def mingru(size: int) -> MemoryCell:
     """minGRU (Feng et al. 2024) of ``size`` units; carry ``h`` ``[*B, size]``;
     ``params = {"z": {"kernel", "bias"}, "h": {"kernel", "bias"}}``."""
@@ -135,8 +143,8 @@ def mingru(size: int) -> MemoryCell:
 
     def init(key: Array, input_dim: int) -> Params:
         kz, kh = jax.random.split(key)
-        dense = lambda k: {"kernel": lecun(k, (input_dim, size)), "bias": jnp.zeros((size,))}
-        return {"z": dense(kz), "h": dense(kh)}
+        dense = lambda k, b: {"kernel": lecun(k, (input_dim, size)), "bias": jnp.full((size,), b)}
+        return {"z": dense(kz, MINGRU_Z_BIAS), "h": dense(kh, 0.0)}
 
     def zeros(batch_shape: tuple[int, ...]) -> Carry:
         return jnp.zeros((*batch_shape, size))
