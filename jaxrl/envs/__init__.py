@@ -101,6 +101,7 @@ GROUP_TITLES = {
     "atari": "Atari",
     "games": "multi-player",
     "toy_text": "toy text",
+    "pomdp": "partially observed",
 }
 
 
@@ -313,6 +314,34 @@ register(
     aliases=("FrozenLake",),
     family="toy_text",
 )
+
+# Partially observed tasks (envs/pomdp.py): classic control with the velocities masked,
+# and bsuite's memory task.
+for _name, _attr, _what in (
+    (
+        "StatelessCartPole-v1",
+        "stateless_cartpole",
+        "CartPole-v1 with the velocities masked (POPGym): Discrete(2), obs [x, theta], 500 steps.",
+    ),
+    (
+        "StatelessPendulum-v1",
+        "stateless_pendulum",
+        "Pendulum-v1 with the velocity masked (POPGym): Box(1,), obs [cos, sin], 200 steps.",
+    ),
+    (
+        "MemoryChain-v0",
+        "memory_chain",
+        "Remember a bit shown at the first step until the query at the last (bsuite's memory "
+        "length): Discrete(2), obs [3], return +1 or -1; option memory_length (10).",
+    ),
+):
+    register(
+        _name,
+        f"jaxrl.envs.pomdp:{_attr}",
+        _what,
+        aliases=(_name.partition("-")[0],),
+        family="pomdp",
+    )
 
 # MuJoCo locomotion on MJX (Gymnasium v5's tasks; ``--env.backend brax`` for Brax's) and on
 # Brax as ``<Task>-brax``; the optional extra ``jaxrl[mujoco]``.

@@ -154,8 +154,8 @@ class Setup:
 
 def _check_rollout(config: Experiment) -> None:
     """ConfigError unless a replay buffer holds at least one rollout of every env, and an
-    on-policy agent's rollout splits into its minibatches (the agent checks this too, but
-    only when its program is traced)."""
+    on-policy agent's rollout splits into its minibatches (of whole env sequences, with a
+    memory cell); the agent checks this too, but only when its program is traced."""
     run, num_envs = config.run, config.env.num_envs
     rollout = run.rollout_len * num_envs
     minibatches = config.agent.option("num_minibatches")
@@ -163,6 +163,12 @@ def _check_rollout(config: Experiment) -> None:
         raise ConfigError(
             f"agent '{config.agent.name}': rollout_len x num_envs = {rollout} is not "
             f"divisible by num_minibatches = {minibatches}"
+        )
+    cell = config.agent.option("cell")
+    if cell is not None and isinstance(minibatches, int) and num_envs % minibatches:
+        raise ConfigError(
+            f"agent '{config.agent.name}' with a cell: num_envs = {num_envs} is not divisible "
+            f"by num_minibatches = {minibatches} (a minibatch is whole env sequences)"
         )
     size = config.agent.option("buffer_size")
     if isinstance(size, int) and size < rollout:

@@ -1,5 +1,6 @@
-"""Flax Linen modules: torsos and heads that agents compose, noisy layers, and the
-convolution layer of the torsos (``conv``: its backward pass chosen by backend)."""
+"""Flax Linen modules: torsos and heads that agents compose, noisy layers, memory cells
+(``memory``: LSTM, GRU, minGRU behind one interface), and the convolution layer of the
+torsos (``conv``: its backward pass chosen by backend)."""
 
 from jaxrl.networks.conv import Conv, canonical_backward_default, conv2d
 from jaxrl.networks.heads import (
@@ -9,6 +10,7 @@ from jaxrl.networks.heads import (
     ImplicitQuantileHead,
     QHead,
 )
+from jaxrl.networks.memory import CELLS, Memory, MemoryCell, make_cell
 from jaxrl.networks.noisy import NoisyLinear, dense, factorized_noise
 from jaxrl.networks.policies import ActorCritic
 from jaxrl.networks.spec import PRESETS, SpecTorso, TorsoSpec, register_torso
@@ -25,6 +27,10 @@ from jaxrl.networks.torsos import (
 )
 
 __all__ = [
+    "CELLS",
+    "Memory",
+    "MemoryCell",
+    "make_cell",
     "PRESETS",
     "SpecTorso",
     "TorsoSpec",

@@ -20,6 +20,11 @@ orthogonal matrix (``initializers.orthogonal``, safe under ``vmap`` on XLA:CPU),
 
 The carry is a dict ``{"actor": (c, h)}`` (plus ``"critic"`` when not shared), each leaf
 ``[N, lstm_size]`` float32, zeros at an episode's start (``initial_carry``).
+
+``MemoryActorCritic`` is the same network with any memory cell of ``networks/memory.py``
+(LSTM, GRU, minGRU) after each torso, and ``unroll`` as a method that runs the torsos
+and heads on a whole sequence at once and the cell's own ``scan`` between them (recurrent
+PPO, ``agents/on_policy/sequence.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl.networks.initializers import orthogonal
+from jaxrl.networks.memory import Memory, MemoryCell
 from jaxrl.networks.policies import ActorCritic
 from jaxrl.types import reset_carry
 
@@ -98,3 +104,69 @@ def unroll(
 
     _, (dist, value, carries) = jax.lax.scan(step, carry, (obs, starts))
     return dist, value, carries
+
+
+def memory_carry(cell: MemoryCell, num_envs: int, shared: bool) -> dict[str, Any]:
+    """The carry of a ``MemoryActorCritic`` at an episode's start: ``cell.init_carry``
+    ``[num_envs, ...]`` for the actor's cell and, when not ``shared``, the critic's."""
+    zeros = lambda: cell.init_carry((num_envs,))
+    return {"actor": zeros()} if shared else {"actor": zeros(), "critic": zeros()}
+
+
+class MemoryActorCritic(ActorCritic):
+    """``ActorCritic`` with the memory cell ``cell`` after each torso (``Memory`` layers
+    ``actor_memory`` and, when not shared, ``critic_memory``).
+
+    ``__call__(carry, obs [N, *obs_shape]) -> (carry, dist, value [N])`` takes one step;
+    ``value(carry, obs) -> value [N]`` the critic's side only; ``unroll(carry [N], obs
+    [T, N, *obs_shape], starts [T, N]) -> (carries, dist [T, N, ...], value [T, N])`` a
+    sequence, the carry reset to zeros before step ``t`` where ``starts[t]``
+    (``MemoryCell.scan``); ``carries`` the carry after each step (leaves ``[T, N, ...]``).
+    """
+
+    cell: MemoryCell | None = None
+
+    def setup(self):
+        super().setup()
+        if self.cell is None:
+            raise ValueError("MemoryActorCritic needs a cell (networks.memory.make_cell)")
+        self.actor_memory = Memory(self.cell)
+        if not self.shared:
+            self.critic_memory = Memory(self.cell)
+
+    def _dist(self, features: Array):
+        out = self.policy_head(features)
+        return out if self.discrete else (out, self.log_std)
+
+    def __call__(self, carry: dict, obs: Array):  # type: ignore[override]
+        actor, features = self.actor_memory(carry["actor"], self.actor_torso(obs))
+        if self.shared:
+            return {"actor": actor}, self._dist(features), self.value_head(features)[..., 0]
+        critic, critic_features = self.critic_memory(carry["critic"], self.critic_torso(obs))
+        value = self.value_head(critic_features)[..., 0]
+        return {"actor": actor, "critic": critic}, self._dist(features), value
+
+    def value(self, carry: dict, obs: Array) -> Array:
+        if self.shared:
+            _, features = self.actor_memory(carry["actor"], self.actor_torso(obs))
+        else:
+            _, features = self.critic_memory(carry["critic"], self.critic_torso(obs))
+        return self.value_head(features)[..., 0]
+
+    def unroll(self, carry: dict, obs: Array, starts: Array):
+        T, N = starts.shape
+
+        def encode(torso) -> Array:  # the torso on [T * N] samples, back to [T, N, F]
+            features = torso(obs.reshape(T * N, *obs.shape[2:]))
+            return features.reshape(T, N, *features.shape[1:])
+
+        actor, features = self.actor_memory(carry["actor"], encode(self.actor_torso), starts)
+        carries = {"actor": actor}
+        if not self.shared:
+            critic, critic_features = self.critic_memory(
+                carry["critic"], encode(self.critic_torso), starts
+            )
+            carries["critic"] = critic
+        else:
+            critic_features = features
+        return carries, self._dist(features), self.value_head(critic_features)[..., 0]

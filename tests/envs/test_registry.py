@@ -20,6 +20,9 @@ BUILTIN = {
     "Pendulum": "Pendulum-v1",
     "MountainCarContinuous": "MountainCarContinuous-v0",
     "FrozenLake": "FrozenLake-v1",
+    "StatelessCartPole": "StatelessCartPole-v1",
+    "StatelessPendulum": "StatelessPendulum-v1",
+    "MemoryChain": "MemoryChain-v0",
 }
 # Registered lazily; building them needs mujoco-mjx or brax (tests/envs/test_mujoco.py,
 # tests/envs/test_mjx.py). The short names are the MJX envs; ``<Task>-brax`` Brax's.

@@ -149,6 +149,13 @@ TRAIN_CASES = [
         ["--import", "tests.user_code", "--agent", "wrong_actions"],
         "act must return actions int32[1] for 1 envs, got float32[1, 2]",
     ),
+    # issue 58: memory cells and the partially observed tasks
+    (["--agent", "ppo", "--agent.cell", "grux"], "unknown cell 'grux' (did you mean 'gru'?)"),
+    (
+        ["--agent", "ppo", "--agent.cell", "gru", "--num-envs", "2"],
+        "num_envs = 2 is not divisible by num_minibatches = 4 (a minibatch is whole env",
+    ),
+    (["--env", "MemoryChain", "--env.memory_length", "0"], "memory_length must be a positive"),
     # issue 55: silent no-ops
     (
         ["--agent.epsilon_decay", "0.99", "--agent.epsilon_schedule", "linear"],

@@ -305,19 +305,33 @@ def objective_loss(parts: ActorCriticParts, cfg: ActorCriticConfig, objective: O
 
     def loss_fn(params: Any, hparams: Any, mb: RolloutBatch):
         dist, value = parts.policy(params, mb.obs)
-        log_prob, entropy = parts.log_prob_entropy(dist, mb.action)
-        advantage = normalize_advantages(mb.advantage) if cfg.normalize_advantage else mb.advantage
-        losses = objective.loss(log_prob, value, mb, advantage, hparams)
-        entropy = entropy.mean()
-        loss = (
-            losses.policy_loss
-            + hparams.value_weight * losses.value_loss
-            - hparams.entropy_weight * entropy
-        )
-        aux = (losses.policy_loss, losses.value_loss, entropy, losses.approx_kl)
-        return loss, (*aux, losses.clip_fraction)
+        return objective_terms(parts, cfg, objective, hparams, dist, value, mb)
 
     return loss_fn
+
+
+def objective_terms(
+    parts: ActorCriticParts,
+    cfg: ActorCriticConfig,
+    objective: Objective,
+    hparams: Any,
+    dist: Any,
+    value: Array,
+    mb: RolloutBatch,
+) -> tuple[Array, tuple[Array, ...]]:
+    """``(loss, aux)`` of ``objective_loss`` from the policy ``dist`` and ``value`` ``[B]``
+    the network gave on the minibatch ``mb`` ``[B]`` (illegal actions masked already)."""
+    log_prob, entropy = parts.log_prob_entropy(dist, mb.action)
+    advantage = normalize_advantages(mb.advantage) if cfg.normalize_advantage else mb.advantage
+    losses = objective.loss(log_prob, value, mb, advantage, hparams)
+    entropy = entropy.mean()
+    loss = (
+        losses.policy_loss
+        + hparams.value_weight * losses.value_loss
+        - hparams.entropy_weight * entropy
+    )
+    aux = (losses.policy_loss, losses.value_loss, entropy, losses.approx_kl)
+    return loss, (*aux, losses.clip_fraction)
 
 
 def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objective, name: str):

@@ -13,6 +13,11 @@ legal-action masks, observation normalization, reward scaling, learning-rate ann
 gradient clipping) is the skeleton's. ``act`` returns ``extras = {"log_prob", "value"}``
 (and ``"raw_action"``, the Gaussian sample before clipping to the box, for continuous
 actions).
+
+``cell="gru"`` (or ``"lstm"``, ``"mingru"``; ``networks/memory.py``): recurrent PPO, as
+PureJaxRL's ``ppo_rnn.py``: a memory cell of ``cell_size`` units after the torso, its
+state in the per-env carry, minibatches of whole env sequences re-run from the carry the
+rollout started with (``agents/on_policy/sequence.py``). Without a cell PPO is unchanged.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from jaxrl.agents.on_policy.core import (
     make_actor_critic,
     make_network,
 )
+from jaxrl.agents.on_policy.sequence import make_sequence_actor_critic
 from jaxrl.buffers.rollout import RolloutBatch
 from jaxrl.ops.policy_gradient import ppo_clip_loss, value_loss
 from jaxrl.types import Agent, EnvSpec
@@ -57,12 +63,17 @@ class PPOConfig(ActorCriticConfig):
       num_minibatches: minibatches per pass (4).
       surrogate_loss_clip: PPO's epsilon (0.2).
       value_loss_clip: clip the value change to this, or None (CleanRL clips at 0.2).
+      cell: a memory cell after the torso, ``"lstm"``, ``"gru"`` or ``"mingru"``
+        (recurrent PPO; module docstring), or None (feed-forward, the default).
+      cell_size: the cell's units (128, PureJaxRL's ``ppo_rnn.py``).
     """
 
     update_epochs: int = option(4, ge=1)
     num_minibatches: int = option(4, ge=1)
     surrogate_loss_clip: float = option(0.2, ge=0)
     value_loss_clip: float | None = option(0.2, ge=0)
+    cell: str | None = None
+    cell_size: int = option(128, ge=1)
 
 
 @flax.struct.dataclass
@@ -99,4 +110,7 @@ def ppo_objective(cfg: PPOConfig) -> Objective:
 def make_ppo(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds a PPO agent for ``spec``; raises ``ConfigError`` on a bad option or env."""
     cfg = build_config(PPOConfig, overrides, "agent 'ppo'")
+    if cfg.cell is not None:
+        objective = ppo_objective(cfg)
+        return make_sequence_actor_critic(spec, cfg, objective, "ppo", cfg.cell, cfg.cell_size)
     return make_actor_critic(spec, cfg, ppo_objective(cfg), "ppo")
