@@ -53,19 +53,17 @@ class RecurrentParts(NamedTuple):
     evaluate: Callable[..., tuple[Any, Array, Array]]
 
 
-def recurrent_parts(
-    spec: EnvSpec, cfg: ActorCriticConfig, parts: ActorCriticParts, lstm_size: int
-) -> RecurrentParts:
-    """The recurrent counterparts of ``parts`` (``on_policy.actor_critic_parts``) for an
-    LSTM of ``lstm_size`` units after the torso that ``cfg`` describes."""
-    network = make_network(spec, cfg, RecurrentActorCritic, lstm_size=lstm_size)
-    space = spec.action_space
+def recurrent_acting(
+    spec: EnvSpec, parts: ActorCriticParts, network: Any, init_carry: Callable[[int], Any]
+) -> tuple[Callable[[Array], ActorCriticState], Callable[..., Any], Callable[[Any, Any], Any]]:
+    """``(init, act, masked)`` of a recurrent actor-critic ``network`` (``apply(params,
+    carry, obs) -> (carry, dist, value)``): ``init(key)``, ``parts``' state with the
+    network's parameters and optimizer state; ``act``, the ``Agent.act`` whose extras hold
+    the carry it was given; ``masked(dist, obs)``, illegal actions masked."""
     bounds = None
-    if isinstance(space, Box):
+    if isinstance(spec.action_space, Box):
+        space = spec.action_space
         bounds = (jnp.asarray(space.low, jnp.float32), jnp.asarray(space.high, jnp.float32))
-
-    def init_carry(num_envs: int) -> Any:
-        return initial_carry(num_envs, lstm_size, cfg.shared_torso)
 
     def init(key: Array) -> ActorCriticState:
         state = parts.init(key)
@@ -78,11 +76,25 @@ def recurrent_parts(
 
     def act(state: ActorCriticState, obs: Any, carry: Any, key: Array, explore: bool = True):
         obs = parts.norm_obs(state, obs)
-        new_carry, dist, value = cast(
-            tuple[Any, Any, Array], network.apply(state.params, carry, main_obs(obs))
-        )
+        out = network.apply(state.params, carry, main_obs(obs))
+        new_carry, dist, value = cast(tuple[Any, Any, Array], out)
         action, extras = policy_action(masked(dist, obs), value, key, explore, bounds)
         return action, new_carry, {**extras, "carry": carry}
+
+    return init, act, masked
+
+
+def recurrent_parts(
+    spec: EnvSpec, cfg: ActorCriticConfig, parts: ActorCriticParts, lstm_size: int
+) -> RecurrentParts:
+    """The recurrent counterparts of ``parts`` (``on_policy.actor_critic_parts``) for an
+    LSTM of ``lstm_size`` units after the torso that ``cfg`` describes."""
+    network = make_network(spec, cfg, RecurrentActorCritic, lstm_size=lstm_size)
+
+    def init_carry(num_envs: int) -> Any:
+        return initial_carry(num_envs, lstm_size, cfg.shared_torso)
+
+    init, act, masked = recurrent_acting(spec, parts, network, init_carry)
 
     def evaluate(params: Any, carry: Any, obs: Any, next_obs: Any, done: Array):
         T, N = done.shape

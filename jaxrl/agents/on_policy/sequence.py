@@ -23,7 +23,6 @@ sees the episode's own history.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
@@ -41,15 +40,14 @@ from jaxrl.agents.on_policy.core import (
     learning_rate,
     make_network,
     objective_terms,
-    policy_action,
     run_epochs,
 )
+from jaxrl.agents.on_policy.recurrent_learner import recurrent_acting
 from jaxrl.buffers.rollout import RolloutBatch
 from jaxrl.networks.memory import MemoryCell, make_cell
 from jaxrl.networks.recurrent import MemoryActorCritic, memory_carry
-from jaxrl.ops import distributions as D
 from jaxrl.ops.returns import gae
-from jaxrl.types import Agent, Box, ConfigError, EnvSpec, Transition, action_mask, main_obs
+from jaxrl.types import Agent, ConfigError, EnvSpec, Transition, main_obs
 
 Array = jax.Array
 
@@ -95,29 +93,11 @@ def sequence_parts(
 ) -> SequenceParts:
     """The ``SequenceParts`` of ``parts`` (``core.actor_critic_parts``) with ``cell``."""
     network = make_network(spec, cfg, MemoryActorCritic, cell=cell)
-    bounds = None
-    if isinstance(spec.action_space, Box):
-        space = spec.action_space
-        bounds = (jnp.asarray(space.low, jnp.float32), jnp.asarray(space.high, jnp.float32))
 
     def init_carry(num_envs: int) -> Any:
         return memory_carry(cell, num_envs, cfg.shared_torso)
 
-    def init(key: Array) -> ActorCriticState:
-        state = parts.init(key)
-        obs = jnp.zeros((1, *spec.obs_shape), spec.obs_dtype)
-        params = network.init(key, init_carry(1), obs)
-        return dataclasses.replace(state, params=params, opt_state=parts.optimizer.init(params))
-
-    def masked(dist: Any, obs: Any) -> Any:
-        return D.categorical_mask(dist, action_mask(obs)) if parts.discrete else dist
-
-    def act(state: ActorCriticState, obs: Any, carry: Any, key: Array, explore: bool = True):
-        obs = parts.norm_obs(state, obs)
-        out = network.apply(state.params, carry, main_obs(obs))
-        new_carry, dist, value = cast(tuple[Any, Any, Array], out)
-        action, extras = policy_action(masked(dist, obs), value, key, explore, bounds)
-        return action, new_carry, {**extras, "carry": carry}
+    init, act, masked = recurrent_acting(spec, parts, network, init_carry)
 
     def unroll(params: Any, carry: Any, obs: Any, starts: Array):
         out = network.apply(params, carry, main_obs(obs), starts, method=MemoryActorCritic.unroll)
