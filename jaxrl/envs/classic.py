@@ -259,7 +259,7 @@ def pendulum_step(state: Array, action: Array, key: PRNGKey) -> tuple[Array, Arr
 
 
 # ----------------------------------------------------------------------------- factories
-def _control_env(
+def control_env(
     name: str,
     obs_size: int,
     action_space: Discrete | Box,
@@ -283,21 +283,21 @@ def _control_env(
 
 def cartpole(num_envs: int = 1, *, max_episode_steps: int = 500) -> Env:
     """CartPole-v1: ``Discrete(2)`` (push left/right), obs ``[4]``, 500 steps."""
-    return _control_env(
+    return control_env(
         "CartPole-v1", 4, Discrete(2), cartpole_reset, cartpole_step, num_envs, max_episode_steps
     )
 
 
 def acrobot(num_envs: int = 1, *, max_episode_steps: int = 500) -> Env:
     """Acrobot-v1: ``Discrete(3)`` (torque -1/0/+1), obs ``[6]``, 500 steps."""
-    return _control_env(
+    return control_env(
         "Acrobot-v1", 6, Discrete(3), acrobot_reset, acrobot_step, num_envs, max_episode_steps
     )
 
 
 def mountain_car(num_envs: int = 1, *, max_episode_steps: int = 200) -> Env:
     """MountainCar-v0: ``Discrete(3)`` (push left/none/right), obs ``[2]``, 200 steps."""
-    return _control_env(
+    return control_env(
         "MountainCar-v0",
         2,
         Discrete(3),
@@ -310,7 +310,7 @@ def mountain_car(num_envs: int = 1, *, max_episode_steps: int = 200) -> Env:
 
 def mountain_car_continuous(num_envs: int = 1, *, max_episode_steps: int = 999) -> Env:
     """MountainCarContinuous-v0: ``Box(1,)`` force in ``[-1, 1]``, obs ``[2]``, 999 steps."""
-    return _control_env(
+    return control_env(
         "MountainCarContinuous-v0",
         2,
         Box((1,), (_MCC_MIN_ACTION,), (_MCC_MAX_ACTION,)),
@@ -323,7 +323,7 @@ def mountain_car_continuous(num_envs: int = 1, *, max_episode_steps: int = 999) 
 
 def pendulum(num_envs: int = 1, *, max_episode_steps: int = 200) -> Env:
     """Pendulum-v1: ``Box(1,)`` torque in ``[-2, 2]``, obs ``[cos, sin, thdot]``, 200 steps."""
-    return _control_env(
+    return control_env(
         "Pendulum-v1",
         3,
         Box((1,), (-_PD_MAX_TORQUE,), (_PD_MAX_TORQUE,)),

@@ -23,10 +23,10 @@ from jaxrl.envs.classic import (
     _PD_MAX_TORQUE,
     cartpole_reset,
     cartpole_step,
+    control_env,
     pendulum_reset,
     pendulum_step,
 )
-from jaxrl.envs.core import make_vector_env
 from jaxrl.types import Array, Box, Discrete, Env, PRNGKey
 from jaxrl.validation import check_int
 
@@ -44,15 +44,8 @@ def stateless_cartpole(num_envs: int = 1, *, max_episode_steps: int = 500) -> En
         state, obs, reward, terminated = cartpole_step(state, action, key)
         return state, obs[_CARTPOLE_POSITIONS], reward, terminated
 
-    return make_vector_env(
-        name="StatelessCartPole-v1",
-        obs_shape=(2,),
-        obs_dtype="float32",
-        action_space=Discrete(2),
-        max_episode_steps=max_episode_steps,
-        num_envs=num_envs,
-        reset_fn=reset,
-        step_fn=step,
+    return control_env(
+        "StatelessCartPole-v1", 2, Discrete(2), reset, step, num_envs, max_episode_steps
     )
 
 
@@ -67,15 +60,14 @@ def stateless_pendulum(num_envs: int = 1, *, max_episode_steps: int = 200) -> En
         state, obs, reward, terminated = pendulum_step(state, action, key)
         return state, obs[:2], reward, terminated
 
-    return make_vector_env(
-        name="StatelessPendulum-v1",
-        obs_shape=(2,),
-        obs_dtype="float32",
-        action_space=Box((1,), (-_PD_MAX_TORQUE,), (_PD_MAX_TORQUE,)),
-        max_episode_steps=max_episode_steps,
-        num_envs=num_envs,
-        reset_fn=reset,
-        step_fn=step,
+    return control_env(
+        "StatelessPendulum-v1",
+        2,
+        Box((1,), (-_PD_MAX_TORQUE,), (_PD_MAX_TORQUE,)),
+        reset,
+        step,
+        num_envs,
+        max_episode_steps,
     )
 
 
@@ -102,13 +94,4 @@ def memory_chain(num_envs: int = 1, *, memory_length: int = 10) -> Env:
         state = jnp.stack([t + 1, context])
         return state, observe(t + 1, context), reward, last
 
-    return make_vector_env(
-        name="MemoryChain-v0",
-        obs_shape=(3,),
-        obs_dtype="float32",
-        action_space=Discrete(2),
-        max_episode_steps=length,
-        num_envs=num_envs,
-        reset_fn=reset,
-        step_fn=step,
-    )
+    return control_env("MemoryChain-v0", 3, Discrete(2), reset, step, num_envs, length)
