@@ -67,7 +67,24 @@ FOREIGN: dict[str, Foreign] = {
     "mlp_layers": _same("hidden_sizes", "RLHive's dense widths"),
     "replay_size": _same("buffer_size", "machin's replay buffer capacity"),
     "gradient_max": _same("max_grad_norm", "machin's global gradient-norm clip"),
-    "actor_learning_rate": _same("actor_lr", "machin's actor learning rate"),
+    "actor_learning_rate": Foreign(
+        "machin's actor learning rate",
+        # A2C and PPO: lr is the actor's once critic_lr is the critic's
+        (Rule("actor_lr", "actor_lr"), Rule("critic_lr", "lr")),
+    ),
+    **{
+        name: Foreign(
+            f"machin's {name} (gradient passes per update)",
+            (
+                Rule(
+                    "",
+                    why=f"machin's A2C and PPO take {name} passes for one network each; "
+                    "jaxrl's take update_epochs passes over both: give --agent.update_epochs",
+                ),
+            ),
+        )
+        for name in ("actor_update_times", "critic_update_times")
+    },
     "critic_learning_rate": _same("critic_lr", "machin's critic learning rate"),
     "update_rate": Foreign(
         "machin's soft target-update rate",

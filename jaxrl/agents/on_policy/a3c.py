@@ -48,7 +48,7 @@ from jaxrl.agents.on_policy.core import (
 )
 from jaxrl.ops.normalization import RunningMeanStd
 from jaxrl.types import Agent, EnvSpec, Metrics, SplitUpdate, Transition
-from jaxrl.validation import build_config, option
+from jaxrl.validation import build_config, fixes, option
 
 __all__ = ["A3CConfig", "A3CGradient", "make_a3c"]
 
@@ -56,6 +56,7 @@ Array = jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
+@fixes(critic_lr=None)  # machin's critic_learning_rate: A2C's and PPO's here
 class A3CConfig(A2CConfig):
     """A3C's options: ``A2CConfig``'s with the paper's shared RMSProp (module docstring)."""
 

@@ -36,6 +36,9 @@ class ActorCriticConfig(OptimizerOptions):
       activation: ``"tanh"`` or ``"relu"`` in MLP torsos.
       shared_torso: one torso for actor and critic (Atari) or separate ones (False).
       lr: learning rate (2.5e-4; optimizer and lr_schedule: agents/common/optim.py).
+      critic_lr: the critic's learning rate (its torso and value head); None: ``lr``.
+        machin's ``critic_learning_rate``, with ``lr`` its ``actor_learning_rate``; the
+        ratio to ``lr`` holds under schedules and sweeps. Needs separate torsos.
       adam_eps: Adam's epsilon (1e-5).
       anneal_lr: decay the learning rate linearly to 0 over ``total_steps``.
       total_steps: env steps the learning rate anneals over (``anneal_lr``). The CLI fills
@@ -59,6 +62,7 @@ class ActorCriticConfig(OptimizerOptions):
     activation: Literal["tanh", "relu"] = "tanh"
     shared_torso: bool = False
     lr: float = option(2.5e-4, gt=0)
+    critic_lr: float | None = option(None, gt=0)
     adam_eps: float = option(1e-5, ge=0)
     anneal_lr: bool = True
     total_steps: int | None = option(None, ge=1)
@@ -74,6 +78,14 @@ class ActorCriticConfig(OptimizerOptions):
     obs_clip: float = option(10.0, gt=0)
     scaled_reward_clip: float = option(10.0, gt=0)
     reward_clip: float | None = option(None, gt=0)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.critic_lr is not None and self.shared_torso:
+            raise ValueError(
+                "critic_lr is the critic's own rate: it needs separate torsos (shared_torso "
+                "false); a shared torso learns at lr"
+            )
 
 
 @flax.struct.dataclass

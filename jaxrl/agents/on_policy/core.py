@@ -104,7 +104,10 @@ def apply_gradient(
     """``(params, opt_state)`` after one step on ``grads``: clipped to
     ``hparams.max_grad_norm``, through the optimizer, times ``-lr``."""
     updates, opt_state = optimizer.update(grads, opt_state, params, max_norm=hparams.max_grad_norm)
-    params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
+    if isinstance(lr, dict):  # a rate per parameter (``part_learning_rates``)
+        params = jax.tree.map(lambda p, u, rate: p - rate * u, params, updates, lr)
+    else:
+        params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
     return params, opt_state
 
 
@@ -352,7 +355,7 @@ def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objectiv
             )
         batch, return_stats, discounted_return = rollout_batch(parts, cfg, state, rollout)
         lr = learning_rate(cfg, state)
-        step = gradient_step(loss_fn, optimizer, h, lr)
+        step = gradient_step(loss_fn, optimizer, h, part_learning_rates(cfg, state.params, lr))
         carry = (state.params, state.opt_state)
         (params, opt_state), aux = run_epochs(key, carry, batch, step, epochs, num_minibatches)
         state = after_update(
@@ -371,6 +374,21 @@ def make_actor_critic(spec: EnvSpec, cfg: ActorCriticConfig, objective: Objectiv
         return state, metrics
 
     return Agent(init=parts.init, act=parts.act, update=update)
+
+
+def part_learning_rates(cfg: ActorCriticConfig, params: Any, lr: Array) -> Any:
+    """``lr`` (a scalar), or with ``cfg.critic_lr`` a tree of ``params``' structure: the
+    critic's parameters (the modules named ``critic*`` and ``value*``) at ``lr`` times
+    ``critic_lr / cfg.lr``, the actor's at ``lr``."""
+    critic_lr = getattr(cfg, "critic_lr", None)
+    if critic_lr is None:
+        return lr
+    critic = lr * (critic_lr / cfg.lr)
+    rate = lambda name: critic if name.startswith(("critic", "value")) else lr
+    return {
+        group: {name: jax.tree.map(lambda _, n=name: rate(n), sub) for name, sub in mods.items()}
+        for group, mods in params.items()
+    }
 
 
 def learning_rate(cfg: ActorCriticConfig, state: ActorCriticState) -> Array:

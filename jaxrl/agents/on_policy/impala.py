@@ -48,7 +48,7 @@ from jaxrl.networks.policies import ActorCritic
 from jaxrl.ops.policy_gradient import policy_gradient_loss, value_loss
 from jaxrl.ops.vtrace import vtrace
 from jaxrl.types import Agent, EnvSpec, Transition, main_obs
-from jaxrl.validation import build_config, option
+from jaxrl.validation import build_config, fixes, option
 
 __all__ = ["IMPALAConfig", "IMPALAHparams", "make_impala"]
 
@@ -56,6 +56,7 @@ Array = jax.Array
 
 
 @dataclasses.dataclass(frozen=True)
+@fixes(critic_lr=None)  # machin's critic_learning_rate: A2C's and PPO's here
 class IMPALAConfig(ActorCriticConfig):
     """IMPALA's options; the rest are ``on_policy.config.ActorCriticConfig``'s.
 

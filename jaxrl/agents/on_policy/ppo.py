@@ -63,8 +63,8 @@ class PPOConfig(ActorCriticConfig):
       num_minibatches: minibatches per pass (4).
       surrogate_loss_clip: PPO's epsilon (0.2).
       value_loss_clip: clip the value change to this, or None (CleanRL clips at 0.2).
-      cell: a memory cell after the torso, ``"lstm"``, ``"gru"`` or ``"mingru"``
-        (recurrent PPO; module docstring), or None (feed-forward, the default).
+      cell: a memory cell after the torso: ``"lstm"``, ``"gru"`` or ``"mingru"``; None: none.
+        With a cell, recurrent PPO (module docstring).
       cell_size: the cell's units (128, PureJaxRL's ``ppo_rnn.py``).
     """
 

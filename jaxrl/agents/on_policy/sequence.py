@@ -40,6 +40,7 @@ from jaxrl.agents.on_policy.core import (
     learning_rate,
     make_network,
     objective_terms,
+    part_learning_rates,
     run_epochs,
 )
 from jaxrl.agents.on_policy.recurrent_learner import recurrent_acting
@@ -174,7 +175,8 @@ def make_sequence_actor_critic(
             )
         batch, return_stats, discounted_return = sequence_batch(state, rollout)
         lr = learning_rate(cfg, state)
-        step = gradient_step(loss_fn, parts.optimizer, state.hparams, lr)
+        rates = part_learning_rates(cfg, state.params, lr)
+        step = gradient_step(loss_fn, parts.optimizer, state.hparams, rates)
         carry = (state.params, state.opt_state)
         (params, opt_state), aux = run_epochs(key, carry, batch, step, epochs, num_minibatches)
         gradient_steps = epochs * num_minibatches

@@ -149,3 +149,31 @@ def test_integer_observations_are_divided_by_255_in_the_mlp_torso_too():
     jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-6), as_bytes, as_floats)
     unscaled = make_network(spec("float32"), cfg).apply(params, obs.astype(jnp.float32))
     assert not np.allclose(unscaled[1], as_bytes[1])
+
+
+@pytest.mark.parametrize("agent_name", ["ppo", "a2c"])
+def test_critic_lr_scales_the_critics_step_only(agent_name):
+    """machin's separate learning rates: with ``critic_lr`` three times ``lr``, one step of
+    Adam (whose direction does not depend on the rate) moves the critic's parameters three
+    times as far and the actor's exactly as far as without it."""
+    env = envs.make("CartPole-v1", num_envs=2)
+    opts = dict(TINY, update_epochs=1, num_minibatches=1, anneal_lr=False, lr=1e-3)
+    if agent_name == "a2c":
+        opts = {k: v for k, v in opts.items() if k not in ("update_epochs", "num_minibatches")}
+    moves = []
+    for critic_lr in (None, 3e-3):
+        agent = agents.make(agent_name, env.spec, **opts, critic_lr=critic_lr)
+        state = jax.jit(agent.init)(jax.random.PRNGKey(0))
+        ro = rollout(agent, state, env, jax.random.PRNGKey(1))
+        new, _ = jax.jit(agent.update)(state, ro, jax.random.PRNGKey(2))
+        moves.append(
+            jax.tree.map(lambda a, b: np.asarray(b) - np.asarray(a), state.params, new.params)
+        )
+    base, scaled = moves[0]["params"], moves[1]["params"]
+    for name in base:
+        factor = 3.0 if name.startswith(("critic", "value")) else 1.0
+        for b, s in zip(jax.tree.leaves(base[name]), jax.tree.leaves(scaled[name]), strict=True):
+            np.testing.assert_allclose(s, factor * b, rtol=1e-4, atol=1e-9)
+    assert {"critic_torso", "value_head", "actor_torso", "policy_head"} <= set(base)
+    with pytest.raises(ConfigError, match="critic_lr is the critic's own rate"):
+        agents.make(agent_name, env.spec, critic_lr=1e-3, shared_torso=True)
