@@ -31,8 +31,6 @@ from jaxrl import trust
 from jaxrl.types import ConfigError
 from jaxrl.validation import ArgumentParser
 
-DEFAULT_STEPS_CAP = 1000  # the default rollout: max_episode_steps + 1, at most this
-
 
 def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]:
     """The arguments and the env options of ``--env.KEY VALUE`` (values read as YAML)."""
@@ -42,7 +40,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
     parser.add_argument(
         "--steps",
         type=int,
-        help=f"steps of the rollout (default max_episode_steps + 1, at most {DEFAULT_STEPS_CAP})",
+        help="steps of the rollout (default max_episode_steps + 1, at most 1,000)",
     )
     parser.add_argument("--seed", type=int, default=0, help="the rollout's key (default 0)")
     trust.add_import_argument(parser)
@@ -75,6 +73,7 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
             trust.trusted([*args.imports, *filter(None, [trust.module_of(args.name)])])
         )
         from jaxrl import envs
+        from jaxrl.envs import checker
         from jaxrl.networks.spec import import_modules
 
         import_modules(args.imports)
@@ -83,7 +82,7 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     spec = env.spec
-    steps = args.steps or min(spec.max_episode_steps + 1, DEFAULT_STEPS_CAP)
+    steps = args.steps or checker.default_steps(spec)
     notes: list[str] = []
     problems = envs.check(env, steps=steps, seed=args.seed, notes=notes)
     for note in notes:

@@ -9,7 +9,8 @@ A JAX ``Env`` is checked for:
   dtypes the spec declares (``boundary.check_env``), with ``info["final_obs"]`` (as
   ``obs``), ``info["episode_return"]`` (as ``reward``) and ``info["episode_length"]``
   (int32 ``[N]``); a reset returns reward 0, both flags False and ``final_obs == obs``;
-* **the rollout** of ``steps`` random (legal) actions, one jitted ``lax.scan``:
+* **the rollout** of ``steps`` random (legal) actions (``default_steps``), one jitted
+  ``lax.scan``:
   ``terminated`` and ``truncated`` never both true; no episode longer than
   ``max_episode_steps``, and ``truncated`` only at that limit; ``info["episode_length"]``
   and ``info["episode_return"]`` at an episode's end equal the steps and the rewards
@@ -46,6 +47,7 @@ from jaxrl.validation import first_line
 RTOL = 1e-5  # floats of a vmapped rollout against each member's own
 RETURN_TOL = 1e-4  # episode returns against the rewards summed in float64
 VMAP_STEPS = 8  # steps of a vmapped rollout compared with the single one
+STEPS_CAP = 1000  # the default rollout's length at most (Atari's limit is 27,000 steps)
 
 
 def check(
@@ -53,10 +55,9 @@ def check(
 ) -> list[str]:
     """The problems of ``env`` (module docstring), one line each; [] when it passes.
 
-    ``steps``: the rollout's length, default ``max_episode_steps + 1`` (so that an episode
-    that never terminates is seen truncated); ``seed``: the rollout's key; ``notes``: a
-    list that gets Gymnasium's warnings on a ``gym:`` env (advice, not failures: an
-    infinite observation bound, say).
+    ``steps``: the rollout's length, default ``default_steps(env.spec)``; ``seed``: the
+    rollout's key; ``notes``: a list that gets Gymnasium's warnings on a ``gym:`` env
+    (advice, not failures: an infinite observation bound, say).
     """
     if getattr(env, "host_loop", False):
         return check_gym(env, [] if notes is None else notes)
@@ -72,7 +73,7 @@ def check(
         return [str(e).removeprefix(f"env {spec.name!r}: ")]
     except Exception as e:  # beyond the TypeError and ValueError boundary says in a line
         return [f"reset(key) and step(state, action, key) fail under jax.jit: {first_line(e)}"]
-    steps = spec.max_episode_steps + 1 if steps is None else steps
+    steps = default_steps(spec) if steps is None else steps
     key = jax.random.PRNGKey(seed)
     run = jax.jit(lambda k: rollout(env, k, steps))
     try:
@@ -86,6 +87,12 @@ def check(
     if env.vmappable:
         problems += check_vmap(env, key, steps, (first, actions, later))
     return problems
+
+
+def default_steps(spec: EnvSpec) -> int:
+    """``max_episode_steps + 1`` (an episode that never terminates is seen truncated), at
+    most ``STEPS_CAP``."""
+    return min(spec.max_episode_steps + 1, STEPS_CAP)
 
 
 def check_spec(spec: Any) -> list[str]:
