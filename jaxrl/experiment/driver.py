@@ -426,7 +426,7 @@ def _train_and_evaluate(driver: _Driver, prepared: Prepared) -> report.Summary:
         )
 
     compile_start = time.perf_counter()
-    with report.compiling(console, "the final evaluation"):
+    with report.compiling(console, "the evaluation program"):
         evaluate = compile_evaluate(runner, state.agent_state, eval_key)
     compile_time = prepared.compile_time + time.perf_counter() - compile_start
     members, episodes = len(setup.members), run_cfg.eval_episodes

@@ -189,7 +189,7 @@ def test_progress_off_a_terminal_is_plain_lines_and_says_compiling(seeds_run):
     steps = [line.split()[1] for line in progress]
     assert steps[0] == "128/512" and steps[-1] == "512/512"
     assert set(steps) <= {"128/512", "256/512", "384/512", "512/512"}
-    assert "(100%)" in progress[-1] and "compiling the final evaluation ..." in lines
+    assert "(100%)" in progress[-1] and "compiling the evaluation program ..." in lines
 
 
 def plain_console() -> tuple[Console, io.StringIO]:
