@@ -189,6 +189,22 @@ def test_the_counting_env_passes_and_broken_ones_are_caught():
     assert any(p.startswith("vmap: a member of a vmapped rollout differs") for p in problems)
 
 
+def test_an_env_that_cannot_be_traced_is_caught():
+    def reset_fn(key):  # Python branching on a traced value
+        start = 1.0 if jax.random.uniform(key) > 0.5 else 0.0
+        return jnp.zeros((), jnp.int32), jnp.full((1,), start)
+
+    (problem,) = envs.check(counting_env(reset_fn=reset_fn))
+    assert problem.startswith("reset(key) and step(state, action [2, ...], key) must trace")
+
+
+def test_a_gym_env_that_fails_gymnasiums_check_env_is_caught():
+    notes = []
+    host = envs.make("gym:jaxrl-test/Unseeded-v0", num_envs=1)
+    (problem,) = envs.check(host, notes=notes)
+    assert problem.startswith("gymnasium check_env: ") and "super().reset(seed=seed)" in problem
+
+
 def test_an_env_that_fails_under_vmap_is_caught():
     env = counting_env()
 
@@ -235,6 +251,16 @@ class ImageEnv(gym.Env):
 
 
 gym.register("jaxrl-test/Image-v0", entry_point=ImageEnv, max_episode_steps=5)
+
+
+class UnseededEnv(ImageEnv):
+    """Its reset ignores the seed (Gymnasium's checker says so)."""
+
+    def reset(self, *, seed=None, options=None):
+        return np.zeros((3, 4, 5), np.uint8), {}
+
+
+gym.register("jaxrl-test/Unseeded-v0", entry_point=UnseededEnv, max_episode_steps=5)
 
 
 @pytest.mark.parametrize(
