@@ -3,10 +3,10 @@ caught (rollouts written by hand for what the checker reads of a rollout; small 
 for jit, vmap, layout and determinism), a sound env and built-in envs pass, and jaxrl's
 Gymnasium wrappers pass Gymnasium's own ``check_env``.
 
-The whole registry is checked with ``JAXRL_CHECK_ALL_ENVS=1`` (about 20 minutes for the
-119 envs but MuJoCo's on the 2-core CPU, 5 s an Atari game; each MuJoCo task compiles for
-a minute or more); the suite checks a built-in env of Box actions (Pendulum) beside the
-fake ones."""
+The whole registry is checked with ``JAXRL_CHECK_ALL_ENVS=1``: about an hour on the shared
+2-core CPU, 6 s an Atari game and one to several minutes a MuJoCo task (benchmarks/journal/
+2026-12-02-env-checker-registry.md); the suite checks a built-in env of Box actions
+(Pendulum) beside the fake ones."""
 
 from __future__ import annotations
 
