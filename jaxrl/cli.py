@@ -15,6 +15,7 @@ COMMANDS = {
     "export": ("jaxrl.export.__main__", "export a run's policy (ONNX, msgpack)"),
     "export-buffer": ("jaxrl.export_buffer", "export a run's replay buffer"),
     "plot": ("jaxrl.plot", "plot runs' learning curves"),
+    "check-env": ("jaxrl.check_env", "check an environment against jaxrl's contract"),
 }
 
 

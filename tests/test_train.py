@@ -50,10 +50,15 @@ def test_run_directory_and_reproduction(tmp_path, capsys):
     ):
         assert column in header
     assert "summary" in capsys.readouterr().out
-    # TensorBoard events (tensorboardX is a dev dependency) hold the logged scalars.
-    steps, returns = zip(*scalars(first)["episode_return"], strict=True)
+    # TensorBoard events (tensorboardX is a dev dependency) hold the logged scalars under
+    # grouped tags, and the final evaluation and the summary at the last step.
+    logged = scalars(first)
+    steps, returns = zip(*logged["train/episode_return"], strict=True)
     assert list(steps) == [r["step"] for r in rows]
     assert list(returns) == pytest.approx([r["episode_return"] for r in rows], rel=1e-6)
+    summary = yaml.safe_load((first / "summary.yaml").read_text())
+    assert logged["eval/final_return"] == [(1024, pytest.approx(summary["final_eval_return"]))]
+    assert logged["summary/run_time"] == [(1024, pytest.approx(summary["run_time"]))]
 
     # The saved config alone reproduces the run: same config, same metrics.
     assert main(["--config", str(first / "config.yaml"), "--logdir", str(logdir)]) == 0

@@ -12,6 +12,8 @@ case-insensitive match of either, ``"gym:ID"`` for any Gymnasium id (a host-side
 which imports ``package.module`` and uses the name ``attr`` if the import registered it,
 else the module's attribute ``attr`` as the factory. A user's mistake raises a one-line
 ``ConfigError``.
+
+``check(env)`` (``envs.checker``) lists the ways an env breaks the contract, one line each.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, cast
 
 from jaxrl import trust
 from jaxrl.envs import boundary, classic, gymnasium
+from jaxrl.envs.checker import check
 from jaxrl.envs.core import VectorEnvState, make_vector_env
 from jaxrl.types import ConfigError, Env
 from jaxrl.validation import check_int, check_names
@@ -32,6 +35,7 @@ __all__ = [
     "VectorEnvState",
     "available",
     "canonical_name",
+    "check",
     "family",
     "make",
     "make_vector_env",

@@ -29,6 +29,10 @@ Observation spaces are made into arrays by documented wrappers applied to each c
   channels-last Flax convolutions; RLHive's permutes the other way for PyTorch). Applied
   when the env option ``permute_image=True``.
 
+Both (and ``PixelWrapper``, for pixel options) are classes of ``envs.gym_wrappers`` that
+record their arguments, as Gymnasium's own wrappers do, so one copy
+(``HostEnv.make_single``) passes Gymnasium's ``check_env`` (``envs.checker``).
+
 ``Box`` observations keep uint8 (images; the torsos divide them by 255) and otherwise
 become float32. Action spaces: ``Discrete`` (``start`` 0) and ``Box``.
 """
@@ -87,129 +91,34 @@ def check_id(env_id: str) -> str:
     return env_id
 
 
-def _numeric_space(space: Any) -> Any:
-    """``space`` without its non-numeric entries (``Text``, MiniGrid's ``MissionSpace``:
-    anything but ``Box``, ``Discrete``, ``MultiBinary``, ``MultiDiscrete``); None if none."""
-    spaces = _gymnasium().spaces
-    if isinstance(space, spaces.Dict):
-        kept = {k: _numeric_space(s) for k, s in space.spaces.items()}
-        return spaces.Dict({k: s for k, s in kept.items() if s is not None})
-    if isinstance(space, spaces.Tuple):
-        return spaces.Tuple([s for s in map(_numeric_space, space.spaces) if s is not None])
-    numeric = (spaces.Box, spaces.Discrete, spaces.MultiBinary, spaces.MultiDiscrete)
-    return space if isinstance(space, numeric) else None
-
-
-def _numeric_obs(space: Any, obs: Any) -> Any:
-    """``obs`` of ``space`` without its non-numeric entries (matches ``_numeric_space``)."""
-    spaces = _gymnasium().spaces
-    if isinstance(space, spaces.Dict):
-        return {
-            k: _numeric_obs(s, obs[k])
-            for k, s in space.spaces.items()
-            if _numeric_space(s) is not None
-        }
-    if isinstance(space, spaces.Tuple):
-        return tuple(
-            _numeric_obs(s, o)
-            for s, o in zip(space.spaces, obs, strict=True)
-            if _numeric_space(s) is not None
-        )
-    return obs
-
-
 def flatten_wrapper(env: Any) -> Any:
-    """RLHive's ``FlattenWrapper``: ``Dict``/``Tuple`` (or any) obs -> flat float32 ``[D]``.
+    """RLHive's ``FlattenWrapper`` (``gym_wrappers.FlattenWrapper``): ``Dict``/``Tuple``
+    (or any) obs -> flat float32 ``[D]``, ``D = gymnasium.spaces.flatdim`` of the space
+    without its non-numeric entries; a ``Discrete(n)`` entry becomes an ``n``-long one-hot
+    vector, a ``Box`` is raveled and cast to float32 (values unchanged)."""
+    _gymnasium()
+    from jaxrl.envs import gym_wrappers
 
-    ``D = gymnasium.spaces.flatdim`` of the space without its non-numeric entries (``Text``,
-    MiniGrid's ``MissionSpace``); a ``Discrete(n)`` entry becomes an ``n``-long one-hot
-    vector, a ``Box`` is raveled and cast to float32 (values unchanged).
-    """
-    gym = _gymnasium()
-    source = env.observation_space
-    numeric = _numeric_space(source)
-    flat = gym.spaces.flatten_space(numeric)
-
-    from gymnasium import ObservationWrapper  # imported: _gymnasium() succeeded
-
-    class FlattenWrapper(ObservationWrapper):
-        def __init__(self, env):
-            super().__init__(env)
-            self.observation_space = gym.spaces.Box(
-                flat.low.astype(np.float32), flat.high.astype(np.float32), dtype=np.float32
-            )
-
-        def observation(self, obs):
-            kept = _numeric_obs(source, obs)
-            return gym.spaces.flatten(numeric, kept).astype(np.float32)
-
-    return FlattenWrapper(env)
+    return gym_wrappers.FlattenWrapper(env)
 
 
 def permute_image_wrapper(env: Any, axes: tuple[int, ...] = (1, 2, 0)) -> Any:
-    """``PermuteImageWrapper``: image obs ``transpose(axes)``; default CHW -> HWC.
+    """``PermuteImageWrapper`` (``gym_wrappers``): image obs ``transpose(axes)``; default
+    CHW -> HWC."""
+    _gymnasium()
+    from jaxrl.envs import gym_wrappers
 
-    RLHive's wrapper goes HWC -> CHW (``axes=(2, 0, 1)``) for PyTorch; jaxrl's Flax
-    convolutions want channels last.
-    """
-    gym = _gymnasium()
-    space = env.observation_space
-    if not isinstance(space, gym.spaces.Box) or len(space.shape) != len(axes):
-        raise ConfigError(f"permute_image needs a {len(axes)}-d Box observation, got {space}")
-
-    from gymnasium import ObservationWrapper  # imported: _gymnasium() succeeded
-
-    class PermuteImageWrapper(ObservationWrapper):
-        def __init__(self, env):
-            super().__init__(env)
-            self.observation_space = gym.spaces.Box(
-                space.low.transpose(axes), space.high.transpose(axes), dtype=space.dtype
-            )
-
-        def observation(self, obs):
-            return np.ascontiguousarray(np.transpose(obs, axes))
-
-    return PermuteImageWrapper(env)
+    return gym_wrappers.PermuteImageWrapper(env, axes)
 
 
 def pixel_wrapper(env: Any, opts: Any) -> Any:
-    """``env`` observing uint8 frames ``[H, W, C * stack_size]`` (``envs.pixels``): its
-    rendering if ``opts.pixels`` (``AddRenderObservation``), grayscale and resized
-    (``pixels.host_frame``), the ``stack_size`` latest stacked on the channel axis, oldest
-    first, ``stack_size`` copies of the first frame after a reset (``pixels.push``)."""
-    gym = _gymnasium()
-    from jaxrl.envs import pixels as px
+    """``env`` observing uint8 frames ``[H, W, C * stack_size]`` (``envs.pixels``;
+    ``gym_wrappers.PixelWrapper``): its ``rgb_array`` rendering if ``opts.pixels``, grayscale
+    and resized, the ``stack_size`` latest stacked on the channel axis."""
+    _gymnasium()
+    from jaxrl.envs import gym_wrappers
 
-    if opts.pixels:
-        env = gym.wrappers.AddRenderObservation(env, render_only=True)
-    if len(env.observation_space.shape) != 3:
-        raise ConfigError(
-            f"{env.spec.id if env.spec else env}: resize, grayscale and stack_size need "
-            f"image observations, got shape {env.observation_space.shape}; add pixels: true"
-        )
-
-    from gymnasium import ObservationWrapper  # imported: _gymnasium() succeeded
-
-    class PixelWrapper(ObservationWrapper):
-        def __init__(self, env):
-            super().__init__(env)
-            probe = px.host_frame(env.observation_space.sample(), opts.resize, opts.grayscale)
-            h, w, c = probe.shape
-            self.observation_space = gym.spaces.Box(0, 255, (h, w, c * opts.stack_size), np.uint8)
-            self.frames = None
-
-        def reset(self, **kwargs):
-            obs, info = self.env.reset(**kwargs)
-            frame = px.host_frame(obs, opts.resize, opts.grayscale)
-            self.frames = np.concatenate([frame] * opts.stack_size, axis=-1)
-            return self.frames, info
-
-        def observation(self, obs):
-            frame = px.host_frame(obs, opts.resize, opts.grayscale)
-            self.frames = px.push(self.frames[None], frame[None], np.zeros(1, bool), np)[0]
-            return self.frames
-
-    return PixelWrapper(env)
+    return gym_wrappers.PixelWrapper(env, opts.pixels, opts.resize, opts.grayscale, opts.stack_size)
 
 
 def _space_to_jaxrl(space: Any, env_id: str) -> Discrete | Box:
@@ -230,7 +139,8 @@ class HostEnv:
 
     ``reset(seed) -> TimeStep`` seeds copy ``i`` with ``seed + i``; ``step(action [N, ...])
     -> TimeStep``; ``spawn(num_envs)`` a fresh independent copy (for evaluation);
-    ``close()``. ``spec`` is a jaxrl ``EnvSpec`` built from the spaces.
+    ``close()``. ``spec`` is a jaxrl ``EnvSpec`` built from the spaces; ``make_single()``
+    builds one Gymnasium env as each copy is built, wrappers included (None where unknown).
     """
 
     # What the execution modes read of an env (``jaxrl.types.Env``): stepped from Python,
@@ -239,10 +149,11 @@ class HostEnv:
     state_is_portable = False
     vmappable = False
 
-    def __init__(self, vector_env: Any, spec: EnvSpec, build: Any = None):
+    def __init__(self, vector_env: Any, spec: EnvSpec, build: Any = None, make_single: Any = None):
         self.vector_env = vector_env
         self.spec = spec
         self._build = build
+        self.make_single = make_single
         n = spec.num_envs
         self._return = np.zeros(n, np.float64)
         self._length = np.zeros(n, np.int32)
@@ -378,6 +289,6 @@ def make_host_env(
     def build(n: int) -> HostEnv:
         mode = gym.vector.AutoresetMode.SAME_STEP
         vector_env = vector_cls([make_one] * n, autoreset_mode=mode)
-        return HostEnv(vector_env, dataclasses.replace(spec, num_envs=n), build)
+        return HostEnv(vector_env, dataclasses.replace(spec, num_envs=n), build, make_one)
 
     return build(num_envs)

@@ -130,7 +130,10 @@ class _Silent:
 
     takes_histograms = False
 
-    def write(self, row: Any, tag_prefix: str = "") -> None:
+    def write(self, row: Any, member: int = 0) -> None:
+        pass
+
+    def finish(self, *args: Any) -> None:
         pass
 
     def __enter__(self) -> _Silent:
@@ -172,6 +175,8 @@ class _Driver:
                 purge_step=restored.step + 1 if restored is not None else None,
                 loggers=setup.launch.loggers,
                 config=setup.config.to_dict(),
+                members=setup.members,
+                batched=setup.launch.batched,
             )
             if is_primary()
             else _Silent()
@@ -183,7 +188,12 @@ class _Driver:
         self.watchdog = guards.Watchdog(
             setup.launch.watchdog, run_dir / "watchdog-stacks.txt", f"; {_resume_hint(run_dir)}"
         )
-        self.bar = report.ProgressBar(console, self.layout.total_steps, self.position.steps)
+        self.bar = report.ProgressBar(
+            console,
+            self.layout.total_steps,
+            self.position.steps,
+            compiling=not setup.runner.jittable,  # a host runner compiles in its first chunk
+        )
         writer = cast(MetricsWriter, self.writer)  # _Silent on other processes of a job
         self.log = recorders.MetricsLog(writer, self.position, batched, histograms)
         self.checkpointer = recorders.Checkpointer(
@@ -268,9 +278,11 @@ class _Driver:
 
     def train(self, state: Any, run_chunk: Any) -> Any:
         """Chunks until the run's end, its ``stop_return`` or a stop signal; the
-        callbacks' ``on_end`` (the built-in ``Checkpointer``'s saves the last state)."""
+        callbacks' ``on_end`` (the built-in ``Checkpointer``'s saves the last state). The
+        metrics writer is the caller's to open and close (``drive``: the final evaluation
+        is logged too)."""
         stopped = False
-        with self.bar, self.saver, self.writer, self.watchdog:
+        with self.bar, self.saver, self.watchdog:
             self.callbacks.start(self.event(state, []))
             while self.position.chunk < self.layout.num_chunks and not stopped:
                 if self.signals.requested is not None:
@@ -380,7 +392,6 @@ def drive(
     Raises ``guards.NonFinite`` when training diverges (nothing non-finite is saved) and
     ``guards.Interrupted`` after saving when ``signals`` saw SIGINT or SIGTERM.
     """
-    runner, run_cfg = setup.runner, setup.run_config
     if not is_primary():  # a job's process 0 alone prints and writes (runners.distributed.topology)
         console = Console(quiet=True)
     prepared = prepared or prepare(setup, restored)
@@ -390,6 +401,15 @@ def drive(
         f"checkpoint is kept: {_resume_hint(run_dir)}"
     )
     announce(setup, run_dir, console, restored)
+    with driver.writer:
+        return _train_and_evaluate(driver, prepared)
+
+
+def _train_and_evaluate(driver: _Driver, prepared: Prepared) -> report.Summary:
+    """The chunks, then (unless a signal stopped the run before its end) the final
+    evaluation, the summary written, logged and printed."""
+    setup, run_dir, console = driver.setup, driver.run_dir, driver.console
+    runner, run_cfg = setup.runner, setup.run_config
     _, eval_key = setup.keys()
     state = driver.train(prepared.state, prepared.run_chunk)
     requested, pos = driver.signals.requested, driver.position
@@ -406,7 +426,8 @@ def drive(
         )
 
     compile_start = time.perf_counter()
-    evaluate = compile_evaluate(runner, state.agent_state, eval_key)
+    with report.compiling(console, "the evaluation program"):
+        evaluate = compile_evaluate(runner, state.agent_state, eval_key)
     compile_time = prepared.compile_time + time.perf_counter() - compile_start
     members, episodes = len(setup.members), run_cfg.eval_episodes
     finals = final_returns(evaluate, state.agent_state, eval_key, members, episodes).mean(axis=1)
@@ -416,6 +437,7 @@ def drive(
         summary = report.across_members(summary, setup.members)
     if is_primary():
         report.write_summary(summary, run_dir)
+        driver.writer.finish(pos.steps, list(finals), report.summary_dict(summary))
     report.print_summary(
         summary, setup.members, batched, run_cfg.eval_episodes, run_cfg.stop_return, console
     )

@@ -1,16 +1,19 @@
 """Metric rows: aggregation of per-iteration metrics, and writers for a run directory.
 
 A run directory always gets ``metrics.jsonl`` and ``metrics.csv`` (one row per logging
-interval; resume and ``jaxrl.plot`` read them). ``MetricsWriter`` also sends each row to
-the loggers named in ``launch.yaml``'s ``loggers`` (``--log``), a composite of any of:
+interval, plain keys; resume, ``jaxrl.plot`` and other tools read them). ``MetricsWriter``
+also sends each row to the loggers named in ``launch.yaml``'s ``loggers`` (``--log``;
+``experiment.loggers``: grouped tags, hyperparameters, one run per member), any of:
 
-* ``tensorboard``: TensorBoard event files in the run directory (``tensorboardX``; the
-  default, skipped where it is not installed unless ``--log`` names it);
+* ``tensorboard``: TensorBoard event files in the run directory, one subdirectory per
+  member of a run with members (``tensorboardX``; the default, skipped where it is not
+  installed unless ``--log`` names it);
 * ``wandb``: a Weights & Biases run (``pip install 'jaxrl[wandb]'``) under
   ``RUN_DIR/wandb``, with the run's config, named and identified by the run directory (a
-  resumed run continues the same W&B run; W&B ignores rows at steps it already has).
-  ``WANDB_PROJECT`` (default ``jaxrl``), ``WANDB_ENTITY`` and ``WANDB_MODE`` (``offline``
-  to log without a network, then ``wandb sync``) are read from the environment.
+  resumed run continues the same W&B run; W&B ignores rows at steps it already has); one
+  per member, grouped, for a run with members. ``WANDB_PROJECT`` (default ``jaxrl``),
+  ``WANDB_ENTITY`` and ``WANDB_MODE`` (``offline`` to log without a network, then
+  ``wandb sync``) are read from the environment.
 """
 
 from __future__ import annotations
@@ -19,13 +22,13 @@ import csv
 import importlib.util
 import json
 import math
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
+from jaxrl.experiment.loggers import Loggers
 from jaxrl.types import ConfigError
 
 LOGGERS = ("tensorboard", "wandb")
@@ -75,55 +78,6 @@ def check_loggers(names: Sequence[str], given: bool = False) -> list[str]:
     return names
 
 
-class _TensorBoard:
-    def __init__(self, run_dir: Path, purge_step: int | None):
-        from tensorboardX import SummaryWriter
-
-        self.writer = SummaryWriter(str(run_dir), purge_step=purge_step)
-
-    def write(self, row: Mapping[str, Any], tag_prefix: str) -> None:
-        for key, value in row.items():
-            if key != "step" and isinstance(value, int | float):
-                self.writer.add_scalar(tag_prefix + key, value, row["step"])
-
-    def histograms(self, values: Mapping[str, np.ndarray], step: int) -> None:
-        for key, value in values.items():
-            self.writer.add_histogram(key, value, step)
-
-    def close(self) -> None:
-        self.writer.close()
-
-
-class _Wandb:
-    def __init__(self, run_dir: Path, config: Mapping[str, Any] | None):
-        import wandb
-
-        self.run = wandb.init(
-            dir=str(run_dir),
-            project=os.environ.get("WANDB_PROJECT", "jaxrl"),
-            entity=os.environ.get("WANDB_ENTITY"),
-            mode=cast(Any, os.environ.get("WANDB_MODE", "online")),  # wandb checks it
-            name=run_dir.name,
-            id=_wandb_id(run_dir.name),
-            resume="allow",
-            config=dict(config or {}),
-        )
-
-    def write(self, row: Mapping[str, Any], tag_prefix: str) -> None:
-        values = {
-            tag_prefix + k: v for k, v in row.items() if k != "step" and isinstance(v, int | float)
-        }
-        self.run.log(values, step=int(row["step"]))
-
-    def close(self) -> None:
-        self.run.finish()
-
-
-def _wandb_id(name: str) -> str:
-    """A W&B run id from a run directory's name (W&B ids may not hold ``/\\#?%:``)."""
-    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[-128:]
-
-
 def _jsonable(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -144,11 +98,15 @@ class MetricsWriter:
         purge_step: int | None = None,
         loggers: Sequence[str] = ("tensorboard",),
         config: Mapping[str, Any] | None = None,
+        members: Sequence[Mapping[str, Any]] = (),
+        batched: bool = False,
     ):
         """``keep_rows``: resume an existing run: keep its first ``keep_rows`` rows (drop
         any written after its last checkpoint) and append. ``purge_step``: TensorBoard
         hides the old run's events from that step on. ``loggers``: names from
-        ``LOGGERS``; ``config``: the run's config, for W&B."""
+        ``LOGGERS``; ``config``: the run's config (hyperparameters); ``members`` and
+        ``batched``: the run's members (``Launch.members``), each logged as a run of
+        its own where ``batched``."""
         self.run_dir = Path(run_dir)
         self._csv: csv.DictWriter | None = None
         mode = "w"
@@ -164,13 +122,14 @@ class MetricsWriter:
         if keep_rows:
             columns = next(csv.reader([lines[0]]))
             self._csv = csv.DictWriter(self._csv_file, columns, extrasaction="ignore")
-        self._loggers: list[Any] = []
-        if "tensorboard" in loggers and importlib.util.find_spec("tensorboardX") is not None:
-            self._loggers.append(_TensorBoard(self.run_dir, purge_step))
-        if "wandb" in loggers:
-            self._loggers.append(_Wandb(self.run_dir, config))
+        names = [n for n in loggers if n != "tensorboard" or _has("tensorboardX")]
+        self.loggers = Loggers(
+            self.run_dir, names, members or [{}], batched, config or {}, purge_step
+        )
 
-    def write(self, row: Mapping[str, Any], tag_prefix: str = "") -> None:
+    def write(self, row: Mapping[str, Any], member: int = 0) -> None:
+        """A row to the files and, as member ``member``'s (0 for a single run), to the
+        loggers."""
         row = {k: _jsonable(v) for k, v in row.items()}
         self._jsonl.write(json.dumps(row) + "\n")
         self._jsonl.flush()
@@ -181,20 +140,22 @@ class MetricsWriter:
             self._csv.writeheader()
         self._csv.writerow({k: "" if v is None else v for k, v in row.items()})
         self._csv_file.flush()
-        for logger in self._loggers:
-            logger.write(row, tag_prefix)
+        self.loggers.write(row, member)
 
     def histograms(self, values: Mapping[str, np.ndarray], step: int) -> None:
         """Histograms ``{tag: flat array}`` at ``step`` to the loggers that take them
         (TensorBoard; ``jaxrl.experiment.histograms``)."""
-        for logger in self._loggers:
-            if hasattr(logger, "histograms"):
-                logger.histograms(values, step)
+        self.loggers.histograms(values, step)
 
     @property
     def takes_histograms(self) -> bool:
         """Whether any logger writes histograms."""
-        return any(hasattr(logger, "histograms") for logger in self._loggers)
+        return self.loggers.takes_histograms
+
+    def finish(self, step: int, finals: Sequence[float], summary: Mapping[str, Any]) -> None:
+        """The loggers get each member's final evaluation return and the summary
+        (``summary.yaml``'s dict); the files are complete already."""
+        self.loggers.finish(step, finals, summary)
 
     def __enter__(self) -> MetricsWriter:
         return self
@@ -205,5 +166,8 @@ class MetricsWriter:
     def close(self) -> None:
         self._jsonl.close()
         self._csv_file.close()
-        for logger in self._loggers:
-            logger.close()
+        self.loggers.close()
+
+
+def _has(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None

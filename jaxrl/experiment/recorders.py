@@ -33,8 +33,9 @@ from jaxrl.experiment.logging import MetricsWriter
 
 
 class MetricsLog:
-    """``on_chunk`` writes ``event.rows`` (each with its member's TensorBoard tag prefix)
-    and the evaluation histograms of the chunk's state when it evaluated.
+    """``on_chunk`` writes ``event.rows`` (row ``b`` as member ``b``'s, which the loggers
+    log as a run of its own) and the evaluation histograms of the chunk's state when it
+    evaluated.
 
     Args:
       writer: the run's ``MetricsWriter``.
@@ -54,8 +55,8 @@ class MetricsLog:
         self.histograms = histograms
 
     def write_rows(self, rows: list[dict[str, Any]]) -> None:
-        for row in rows:
-            self.writer.write(row, tag_prefix=report.tag_prefix(row, self.batched))
+        for b, row in enumerate(rows):
+            self.writer.write(row, member=b if self.batched else 0)
         self.position.rows += len(rows)
 
     def on_chunk(self, event: Any) -> None:

@@ -14,9 +14,12 @@ stopped.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import datetime
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -154,12 +157,6 @@ def member_rows(
     return rows
 
 
-def tag_prefix(row: dict[str, Any], batched: bool) -> str:
-    """The TensorBoard tag prefix of a member's row: ``seed1/lr=0.001/``."""
-    prefix = f"seed{row['seed']}/" if batched else ""
-    return prefix + "".join(f"{k}={v:g}/" for k, v in row.items() if k.startswith("agent."))
-
-
 def mean_eval(rows: Sequence[dict[str, Any]]) -> float:
     """The evaluation return over members (NaN unless every member evaluated)."""
     evals = [r["eval_return"] for r in rows]
@@ -172,11 +169,47 @@ def mean_return(rows: Sequence[dict[str, Any]]) -> float:
     return float(np.mean(returns)) if returns else math.nan
 
 
-class ProgressBar:
-    """The rich progress line: env steps, steps per second, return and evaluation."""
+PLAIN_EVERY = 30.0  # seconds between the plain progress lines of a non-terminal console
 
-    def __init__(self, console: Console, total: int, completed: int):
+
+@contextlib.contextmanager
+def compiling(console: Console, what: str) -> Iterator[None]:
+    """Says ``compiling WHAT`` while the block runs: a transient status line on a
+    terminal; elsewhere a plain line before and ``compiled WHAT in S s`` after."""
+    if console.is_terminal:
+        with console.status(f"compiling {what}"):
+            yield
+        return
+    console.print(f"compiling {what} ...")
+    start = time.perf_counter()
+    yield
+    console.print(f"compiled {what} in {time.perf_counter() - start:.1f} s")
+
+
+class ProgressBar:
+    """The progress of a run: env steps, steps per second, return, evaluation, ETA.
+
+    On a terminal, rich's live line, labelled ``compiling`` until the first chunk where
+    ``compiling`` (a runner that compiles as its first chunk runs, ``Runner.jittable``
+    False), then ``training``. Elsewhere (a batch job's log, a pipe), plain lines
+    (``line``): one after the first chunk, then one whenever ``every`` seconds have
+    passed since the last, and one at the last step.
+    """
+
+    def __init__(
+        self,
+        console: Console,
+        total: int,
+        completed: int,
+        compiling: bool = False,
+        every: float = PLAIN_EVERY,
+    ):
+        self.console, self.total, self.completed = console, total, completed
+        self.label = "compiling" if compiling else "training"
+        self.every, self.live = every, console.is_terminal
+        self.last_line: float | None = None
         self.progress = Progress(
+            TextColumn("{task.description}"),
             BarColumn(bar_width=12),
             MofNCompleteColumn(),
             TextColumn(
@@ -186,27 +219,56 @@ class ProgressBar:
             TimeRemainingColumn(),
             console=console,
         )
-        self.total, self.completed = total, completed
 
     def __enter__(self) -> ProgressBar:
-        self.progress.__enter__()
+        self.start = time.perf_counter()
+        if self.live:
+            self.progress.__enter__()
         self.task = self.progress.add_task(
-            "training", total=self.total, completed=self.completed, sps="-", ret="-", eval="-"
+            self.label, total=self.total, completed=self.completed, sps="-", ret="-", eval="-"
         )
         return self
 
     def __exit__(self, *exc) -> None:
-        self.progress.__exit__(*exc)
+        if self.live:
+            self.progress.__exit__(*exc)
 
     def update(self, steps: int, sps: float, ret: float, eval_return: float) -> None:
         self.progress.update(
-            self.task, completed=steps, sps=f"{sps:,.0f}", ret=fmt(ret), eval=fmt(eval_return)
+            self.task,
+            description="training",
+            completed=steps,
+            sps=f"{sps:,.0f}",
+            ret=fmt(ret),
+            eval=fmt(eval_return),
+        )
+        now = time.perf_counter()
+        due = self.last_line is None or now - self.last_line >= self.every
+        if not self.live and (due or steps >= self.total):
+            self.last_line = now
+            self.console.print(self.line(steps, sps, ret, eval_return, now - self.start))
+
+    def line(self, steps: int, sps: float, ret: float, eval_return: float, elapsed: float) -> str:
+        """``step 1,024/4,096 (25%)  12,345 sps  return 21.3  eval -  ETA 0:00:30``: the
+        ETA from this process's pace (``-`` before any step)."""
+        done = steps - self.completed
+        left = elapsed * (self.total - steps) / done if done > 0 else math.nan
+        eta = "-" if math.isnan(left) else str(datetime.timedelta(seconds=round(left)))
+        percent = 100 * steps // max(self.total, 1)
+        return (
+            f"step {steps:,}/{self.total:,} ({percent}%)  {sps:,.0f} sps  return {fmt(ret)}  "
+            f"eval {fmt(eval_return)}  ETA {eta}"
         )
 
 
-def write_summary(summary: Summary, run_dir: Path) -> None:
+def summary_dict(summary: Summary) -> dict[str, Any]:
+    """``summary`` as ``summary.yaml`` holds it (paths as strings, NaN as None)."""
     data = {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(summary).items()}
-    data = {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in data.items()}
+    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in data.items()}
+
+
+def write_summary(summary: Summary, run_dir: Path) -> None:
+    data = summary_dict(summary)
     (run_dir / "summary.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
 
 

@@ -40,7 +40,7 @@ from typing import Any
 
 from rich.console import Console
 
-from jaxrl.experiment import callbacks, checkpoint, guards, warmstart
+from jaxrl.experiment import callbacks, checkpoint, guards, report, warmstart
 from jaxrl.experiment.config import Experiment
 from jaxrl.experiment.driver import compile_evaluate, drive, final_returns, prepare
 from jaxrl.experiment.lock import RunLock
@@ -111,15 +111,22 @@ def run_experiment(
     setup = build_setup(config, launch, self_play)
     source, warm = _warm_start(setup)
     launch = setup.launch
+    console = console or Console()
     with guards.StopSignals() as signals:
-        prepared = prepare(setup, warm=warm)
+        with report.compiling(_quiet_elsewhere(console), "the training program"):
+            prepared = prepare(setup, warm=warm)
         run_dir = _new_run_dir(logdir, config, launch)
         with _lock(run_dir):
             if is_primary():
                 write_run_files(run_dir, config, launch)
             if source is not None:
                 _record_start(setup, run_dir, source, prepared.state.agent_state)
-            return drive(setup, run_dir, console or Console(), None, prepared, signals)
+            return drive(setup, run_dir, console, None, prepared, signals)
+
+
+def _quiet_elsewhere(console: Console) -> Console:
+    """``console`` on process 0 of a job, a quiet one on the others (which compile too)."""
+    return console if is_primary() else Console(quiet=True)
 
 
 def _new_run_dir(logdir: str | Path, config: Experiment, launch: Launch) -> Path:
@@ -246,7 +253,8 @@ def resume_experiment(
         _check_metrics(run_dir, int(restored.meta.get("rows", 0)))
         callbacks.check(setup.launch.callbacks, resolve_them=True)
         with guards.StopSignals() as signals:
-            prepared = prepare(setup, restored)
+            with report.compiling(_quiet_elsewhere(console), "the training program"):
+                prepared = prepare(setup, restored)
             if is_primary():
                 write_run_files(run_dir, setup.config, setup.launch)
                 for unreadable in skipped:  # this run writes them again; none keeps a slot

@@ -91,14 +91,14 @@ class _Writer:
     def __init__(self):
         self.rows, self.hists = [], []
 
-    def write(self, row, tag_prefix=""):
-        self.rows.append((tag_prefix, dict(row)))
+    def write(self, row, member=0):
+        self.rows.append((member, dict(row)))
 
     def histograms(self, values, step):
         self.hists.append((sorted(values), step))
 
 
-def test_metrics_log_writes_rows_with_tag_prefixes_counts_them_and_histograms_on_eval():
+def test_metrics_log_writes_rows_as_their_members_counts_them_and_histograms_on_eval():
     writer, position = _Writer(), SimpleNamespace(rows=3)
     collected = []
 
@@ -114,7 +114,7 @@ def test_metrics_log_writes_rows_with_tag_prefixes_counts_them_and_histograms_on
     event = _event(rows, step=8, chunk=2)
     event.state = SimpleNamespace(agent_state=None)
     log.on_chunk(event)  # one member did not evaluate: the mean is NaN, no histograms
-    assert [p for p, _ in writer.rows] == ["seed0/", "seed1/"]
+    assert [(b, row["seed"]) for b, row in writer.rows] == [(0, 0), (1, 1)]
     assert position.rows == 5 and writer.hists == []
     rows[0]["eval_return"] = 2.0
     log.on_chunk(event)
