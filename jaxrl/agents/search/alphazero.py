@@ -18,7 +18,7 @@ most visited move (PUCT) or the noiseless Gumbel choice.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import flax.struct
 import jax
@@ -119,7 +119,10 @@ def make_alphazero(spec: EnvSpec, **overrides: Any) -> Agent:
     env = games.pgx_env(game)
     n_actions = num_actions(spec)
     net = PolicyValueNet(n_actions, cfg.channels, cfg.blocks, cfg.value_hidden)
-    network = lambda params, obs: net.apply(params, obs)
+
+    def network(params: Any, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return cast(tuple[jax.Array, jax.Array], net.apply(params, obs))
+
     tx = scale_transform(cfg, cfg.adam_eps)
     options = mcts.SearchOptions(
         cfg.num_simulations,
@@ -144,7 +147,7 @@ def make_alphazero(spec: EnvSpec, **overrides: Any) -> Agent:
 
     def act(state: AlphaZeroState, obs: Obs, carry, key: jax.Array, explore: bool = True):
         assert isinstance(obs, dict)
-        root = games.pgx_state(game, obs)
+        root = games.pgx_state(game, env, obs)
         planes, mask = obs[OBS].astype(jnp.float32), obs[ACTION_MASK]
         action, policy = mcts.search(
             options, cfg.search, env, network, state.params, root, planes, mask, key, explore

@@ -21,6 +21,7 @@ next row to write), ``size`` int32 (rows written, at most ``C``).
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import flax.struct
@@ -80,7 +81,8 @@ def add_step(
     n = policy.shape[0]
     rows = (replay.ptr + jnp.arange(n)) % capacity
     put = lambda buf, x: buf.at[rows].set(x)
-    replay = replay.replace(
+    replay = dataclasses.replace(
+        replay,
         obs=jax.tree.map(put, replay.obs, obs),
         policy=put(replay.policy, policy.astype(jnp.float32)),
         value=put(replay.value, jnp.zeros((n,), jnp.float32)),
@@ -94,7 +96,8 @@ def add_step(
     ends = written & ~replay.ready & done[replay.env]
     same = replay.parity == parity[replay.env]
     outcome = jnp.where(same, reward[replay.env], -reward[replay.env])
-    return replay.replace(value=jnp.where(ends, outcome, replay.value), ready=replay.ready | ends)
+    value = jnp.where(ends, outcome, replay.value)
+    return dataclasses.replace(replay, value=value, ready=replay.ready | ends)
 
 
 def sample(
