@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl.agents.common.optim import OptimizerOptions, scale_transform
+from jaxrl.agents.common.optim import OptimizerOptions, scale_transform, scheduled_lr
 from jaxrl.agents.search import mcts, replay
 from jaxrl.agents.search.network import PolicyValueNet
 from jaxrl.envs import games
@@ -51,13 +51,18 @@ class AlphaZeroConfig(OptimizerOptions):
     Attributes:
       search: ``"puct"`` (AlphaZero) or ``"gumbel"`` (Gumbel MuZero's root search).
       num_simulations: simulations per search.
-      dirichlet_alpha, dirichlet_fraction: PUCT's root noise while training (Silver et
-        al. 2018: 0.3 for chess, fraction 0.25).
+      dirichlet_alpha: the concentration of PUCT's root noise while training (Silver et
+        al. 2018: 0.3 for chess, 0.03 for Go).
+      dirichlet_fraction: the noise's share of the root priors (Silver et al. 2018: 0.25).
       temperature: PUCT's sampling temperature over visit counts while training.
       max_considered: Gumbel's root actions considered (mctx's 16).
-      channels, blocks, value_hidden: the ResNet (``network.py``).
-      lr: learning rate; ``value_coef``: the value loss's weight.
-      buffer_size: positions kept; ``batch_size``: positions per gradient step.
+      channels: the ResNet's convolution channels (``network.py``).
+      blocks: its residual blocks.
+      value_hidden: the width of its value head's hidden layer.
+      lr: learning rate (the optimizer's, Adam by default).
+      value_coef: the value loss's weight (Silver et al. 2018: 1).
+      buffer_size: positions kept in the replay of outcomes.
+      batch_size: positions per gradient step.
       learning_starts: env steps before the first gradient step.
       updates_per_rollout: gradient steps per ``update`` call.
     """
@@ -90,8 +95,8 @@ class AlphaZeroState:
     opt_state: Any
     replay: replay.OutcomeReplay
     hparams: AlphaZeroHparams
+    updates: jax.Array  # int32 gradient steps taken
     step: jax.Array = shared_field()  # int32 env steps given to update
-    updates: jax.Array = shared_field()  # int32 gradient steps taken
 
 
 def check_game(spec: EnvSpec) -> games.Game:
@@ -171,7 +176,8 @@ def make_alphazero(spec: EnvSpec, **overrides: Any) -> Agent:
 
     def learn(state: AlphaZeroState, key: jax.Array):
         keys = jax.random.split(key, cfg.updates_per_rollout)
-        carry = (state.params, state.opt_state, state.replay, state.hparams.lr)
+        lr = scheduled_lr(cfg, state.hparams.lr, state.step)
+        carry = (state.params, state.opt_state, state.replay, lr)
         (params, opt_state, _, _), (p_loss, v_loss) = jax.lax.scan(gradient_step, carry, keys)
         return params, opt_state, p_loss.mean(), v_loss.mean()
 
