@@ -11,7 +11,8 @@ expensive on the 2-core CPU), started in the background:
 This reads the run directory (``metrics.jsonl``, ``summary.yaml``) and prints one YAML row
 per evaluation (env steps, seconds since training started, compile time apart, and the
 rates over ``run.eval_episodes`` games, the agent in each seat in half of them) for
-``benchmarks/data/alphazero-board-games.yaml``.
+``benchmarks/data/alphazero-board-games.yaml``; the summary's compile and run seconds go
+in the run's note there.
 """
 
 from __future__ import annotations
@@ -26,21 +27,23 @@ OPPONENTS = ("scripted", "random")
 OUTCOMES = ("win", "draw", "loss")
 
 
-def evaluation_rows(run_dir: Path, preset: str) -> list[dict]:
-    """One row per evaluation of the run in ``run_dir``: ``preset``, ``step``, ``time_s``
-    (training seconds at that point, from ``metrics.jsonl``'s ``time``), the compile
-    seconds and each opponent's win/draw/loss rates."""
-    summary = yaml.safe_load((run_dir / "summary.yaml").read_text()) or {}
+def evaluation_rows(run_dir: Path, run: str) -> list[dict]:
+    """One row per evaluation of the run in ``run_dir``: the data file's ``run`` name, the
+    env and the agent's ``search`` (from ``config.yaml``), ``step``, ``time_s`` (the run's
+    wall seconds at that row, ``metrics.jsonl``'s ``time``: compile apart) and each
+    opponent's win/draw/loss rates."""
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
     rows = []
     for line in (run_dir / "metrics.jsonl").read_text().splitlines():
         m = json.loads(line)
         if m.get("eval_win_scripted") is None:
             continue
         row = {
-            "preset": preset,
+            "run": run,
+            "env": config["env"]["name"],
+            "search": config["agent"]["search"],
             "step": int(m["step"]),
             "time_s": round(float(m["time"])),
-            "compile_s": round(float(summary.get("compile_time") or 0)),
         }
         for opp in OPPONENTS:
             for out in OUTCOMES:
@@ -52,9 +55,9 @@ def evaluation_rows(run_dir: Path, preset: str) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", type=Path)
-    parser.add_argument("--preset", default="connect_four-alphazero")
+    parser.add_argument("--run", default="connect-four", help="the data file's run name")
     args = parser.parse_args()
-    rows = evaluation_rows(args.run_dir, args.preset)
+    rows = evaluation_rows(args.run_dir, args.run)
     print(yaml.safe_dump({"rows": rows}, sort_keys=False, default_flow_style=None, width=200))
 
 
