@@ -8,11 +8,16 @@ expensive on the 2-core CPU), started in the background:
         --logdir runs/alphazero
     python benchmarks/alphazero_board_games.py runs/alphazero/alphazero_connect_four_s0_*
 
-This reads the run directory (``metrics.jsonl``, ``summary.yaml``) and prints one YAML row
-per evaluation (env steps, seconds since training started, compile time apart, and the
-rates over ``run.eval_episodes`` games, the agent in each seat in half of them) for
-``benchmarks/data/alphazero-board-games.yaml``; the summary's compile and run seconds go
-in the run's note there.
+With ``--simulations N``, it instead restores the run's newest checkpoint, rebuilds the
+agent with ``N`` simulations per search (the network unchanged) and plays ``--games``
+games against each opponent (``runners/games/matches.py``, the agent in each seat in half
+of them), printing the rates: what more search at evaluation buys a trained network.
+
+Without it, this reads the run directory (``metrics.jsonl``, ``config.yaml``) and prints
+one YAML row per evaluation (env steps, seconds since training started, compile time
+apart, and the rates over ``run.eval_episodes`` games, the agent in each seat in half of
+them) for ``benchmarks/data/alphazero-board-games.yaml``; the summary's compile and run
+seconds go in the run's note there.
 """
 
 from __future__ import annotations
@@ -52,11 +57,38 @@ def evaluation_rows(run_dir: Path, run: str) -> list[dict]:
     return rows
 
 
+def search_harder(run_dir: Path, simulations: int, games: int, seed: int) -> dict:
+    """The win/draw/loss rates of the run's newest checkpoint with ``simulations`` per
+    search, over ``games`` games against each opponent (see the module docstring)."""
+    import jax
+
+    from jaxrl import agents, envs
+    from jaxrl.checkpoint import restore
+    from jaxrl.runners.games.matches import make_match, opponents, outcome_rates
+
+    _, state, config = restore(run_dir)
+    env = envs.make(config.env.name, num_envs=games)
+    options = {**config.agent.kwargs(), "num_simulations": simulations}
+    agent = agents.make("alphazero", env.spec, **options)
+    rates: dict = {"simulations": simulations, "games": games}
+    keys = jax.random.split(jax.random.PRNGKey(seed), 2)
+    for (name, opponent), key in zip(opponents(env).items(), keys, strict=False):
+        scores = jax.jit(make_match(agent, env, opponent))(state, key)
+        rates.update({k: round(float(v), 3) for k, v in outcome_rates(scores, name).items()})
+    return rates
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--run", default="connect-four", help="the data file's run name")
+    parser.add_argument("--simulations", type=int, help="play the last checkpoint with N")
+    parser.add_argument("--games", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    if args.simulations:
+        print(search_harder(args.run_dir, args.simulations, args.games, args.seed))
+        return
     rows = evaluation_rows(args.run_dir, args.run)
     print(yaml.safe_dump({"rows": rows}, sort_keys=False, default_flow_style=None, width=200))
 
