@@ -183,6 +183,14 @@ BUILTINS: tuple[Builtin, ...] = (
         plays_turns=True,
     ),
     Builtin(
+        "alphazero",
+        "search.alphazero:make_alphazero",
+        "search.alphazero:AlphaZeroConfig",
+        "AlphaZero (Silver et al. 2018) with mctx's search over the game's own rules "
+        "(search: gumbel for Gumbel MuZero's); connect_four, tic_tac_toe with --self-play",
+        plays_turns=True,
+    ),
+    Builtin(
         "random",
         "random_agent:make_random",
         "random_agent:RandomConfig",

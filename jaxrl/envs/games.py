@@ -193,3 +193,43 @@ def random_action(obs: dict[str, Array], key: PRNGKey) -> Array:
     """Uniform among the legal actions of ``obs`` ``[N, ...]``; int32 ``[N]``."""
     logits = jnp.where(obs[ACTION_MASK], 0.0, -jnp.inf)
     return jax.random.categorical(key, logits).astype(jnp.int32)
+
+
+# ------------------------------------------------------------------ the rules, for search
+def pgx_env(game: Game) -> Any:
+    """pgx's own env of ``game`` (``init`` / ``step`` of one board), the rules that a
+    search agent (``agents/search``) steps inside its tree. Call it outside any jit trace
+    (pgx builds arrays when it first imports a game's module)."""
+    import pgx  # the optional extra: imported on first use
+
+    return pgx.make(game.pgx_id)
+
+
+def moves_made(game: Game, obs: dict[str, Array]) -> Array:
+    """int32 ``[N]``: the moves made so far on the boards of ``obs`` (its pieces: one per
+    move in both games)."""
+    del game
+    return jnp.round(obs[OBS].reshape(obs[OBS].shape[0], -1).sum(-1)).astype(jnp.int32)
+
+
+def pgx_state(game: Game, env: Any, obs: dict[str, Array]) -> Any:
+    """pgx's batched ``State`` (of ``env = pgx_env(game)``) of the boards of ``obs``
+    ``[N, ...]``, rebuilt from the
+    planes of the player to move (a board game's observation is its whole position): the
+    player to move is pgx's player 0 with colour 0, the game is not over, and
+    ``_step_count`` is ``moves_made``. Stepping it with ``env.step`` plays the
+    game on from there; its rewards are indexed by that player numbering."""
+    planes = obs[OBS] > 0.5
+    n = planes.shape[0]
+    board = jnp.where(planes[..., 0], 0, jnp.where(planes[..., 1], 1, -1)).reshape(n, -1)
+    template = env.init(jax.random.PRNGKey(0))
+    zeros = jnp.zeros((n,), jnp.int32)
+    batch = jax.tree.map(lambda x: jnp.broadcast_to(x, (n, *jnp.shape(x))), template)
+    core = batch._x._replace(color=zeros, board=board.astype(jnp.int32), winner=zeros - 1)
+    return batch.replace(
+        current_player=zeros,
+        observation=planes,
+        legal_action_mask=obs[ACTION_MASK],
+        _step_count=moves_made(game, obs),
+        _x=core,
+    )

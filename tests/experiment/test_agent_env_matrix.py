@@ -31,6 +31,7 @@ import json
 import math
 import re
 
+import jax
 import pytest
 from rich.console import Console
 
@@ -43,10 +44,18 @@ from jaxrl.types import ConfigError, Discrete, EnvSpec
 CLASSIC = [n for n in envs.available() if envs.group(n) == "classic"]
 TOY_TEXT = [n for n in envs.available() if envs.group(n) == "toy_text"]
 # The refusals of a pair that does not fit: its action space, (tabular Q-learning)
-# observations that are not one-hot states, or (maddpg, ippo) a single player.
-DOES_NOT_FIT = r"action space|one-hot observations|simultaneous-move env of 2\+ players"
+# observations that are not one-hot states, (maddpg, ippo) a single player, or (alphazero)
+# no legal-action mask.
+DOES_NOT_FIT = (
+    r"action space|one-hot observations|simultaneous-move env of 2\+ players"
+    r"|has no legal-action mask"
+)
 # Where an agent of several players (maddpg, ippo) runs: a simultaneous-move game.
 MULTI_PLAYER = ["mpe:simple_spread"]
+# Where an agent of turn-based games only (alphazero: a search over the game's rules) is
+# built and its runner's init traced (``jax.eval_shape``), as the MuJoCo pairs of
+# ``test_agent_env_matrix_pixels.py``: compiling a search per move costs minutes here.
+TURN_BASED = ["tic_tac_toe"]
 ENVS = CLASSIC + [n for n in envs.available() if envs.group(n) == "minatar"][:1]
 AGENTS = list(agents.available())
 
@@ -70,6 +79,10 @@ SMALL = {
     "model_train_steps": 4,
     "holdout_size": 8,
     "rollout_batch_size": 8,
+    # AlphaZero's search and ResNet.
+    "num_simulations": 2,
+    "channels": 4,
+    "value_hidden": 8,
 }
 SHORT_EPISODES = {  # env options that cut episodes short, so the final evaluation is quick
     "classic": {"max_episode_steps": 50},
@@ -156,11 +169,18 @@ CLASSIC_PAIRS = [
     if kind
 ]
 # An agent for other observations than classic control's (tabular Q-learning: one-hot
-# states) runs on the first toy-text env it fits; one for several players on MPE (not made
+# states) runs on the first toy-text env it fits; one of turn-based games only on
+# tic-tac-toe; one for several players on MPE (not made
 # here, at collection: importing JaxMARL takes seconds in each pytest-xdist worker;
 # ``test_every_classic_env_and_agent_is_run`` checks that the agent fits it).
 CLASSIC_PAIRS += [
-    (agent, next((e for e in TOY_TEXT if fits(agent, e)), MULTI_PLAYER[0]))
+    (
+        agent,
+        next(
+            (e for e in TOY_TEXT if fits(agent, e)),
+            TURN_BASED[0] if agents.entry(agent).plays_turns else MULTI_PLAYER[0],
+        ),
+    )
     for agent in AGENTS
     if not any(fits(a, e) for a, e in CLASSIC_PAIRS if a == agent)
 ]
@@ -173,6 +193,11 @@ def test_every_agent_runs_on_classic_control(agent, env, tmp_path):
         with pytest.raises(ConfigError, match=DOES_NOT_FIT):
             run_experiment(shrunk(agent, env), tmp_path, Console(file=io.StringIO()))
         assert list(tmp_path.iterdir()) == []
+        return
+    if env in TURN_BASED:  # a tree search per move: compiling a whole run costs minutes
+        setup = build_setup(shrunk(agent, env), Launch(loggers=[]))
+        state = jax.eval_shape(setup.runner.init, jax.random.PRNGKey(0))  # traced: act, warm-up
+        assert jax.tree.leaves(state.agent_state), agent
         return
     run_pair(agent, env, tmp_path)
 

@@ -93,6 +93,8 @@ TRAIN_CASES = [
     (["--resume", "{tmp}/logs"], "holds 1 run directories, not a run"),
     (["--step", "5"], "--step selects the checkpoint a --resume continues from"),
     # item 12: suggestions
+    # issue 58: MCTS needs a game's legal-action mask (and its rules)
+    (["--agent", "alphazero", "--env", "CartPole-v1"], "env 'CartPole-v1' has no legal-action"),
     (["--env", "Cartpol"], "unknown env 'Cartpol' (did you mean 'CartPole-v1'?)"),
     (["--env", "CartPole-v0"], "(did you mean 'CartPole-v1'?)"),
     (["--agent", "dqm"], "unknown agent 'dqm' (did you mean 'dqn'?)"),
