@@ -175,14 +175,25 @@ def former_standing_rows() -> list[tuple[str, str | None]]:
     return rows
 
 
+# Presets judged again since that table, with the run that replaced its figure (issue 55:
+# the learning-rate schedule follows the rounded run).
+REJUDGED = {"pendulum-ppo": "schedules-pendulum-ppo-2026-12-02"}
+
+
 def test_every_figure_of_the_former_standing_presets_table_is_in_results():
+    """Each figure stands in RESULTS.md, unless its preset was judged again (``REJUDGED``):
+    then its row is the new run's."""
     rows = former_standing_rows()
     assert len(rows) == 28 and sum(figure is not None for _, figure in rows) == 26
     block = generated((ROOT / "benchmarks/RESULTS.md").read_text(), "presets")
+    data = yaml.safe_load((ROOT / "benchmarks/data/presets.yaml").read_text())
+    runs = {row["preset"]: row["run"] for row in data["rows"]}
     for preset, figure in rows:
         line = row_line(block, preset)
         assert line, f"{preset} is not in the presets table of RESULTS.md"
-        if figure is not None:
+        if preset in REJUDGED:
+            assert runs[preset] == REJUDGED[preset], preset
+        elif figure is not None:
             assert f"| {figure} |" in line, f"{preset}: {figure} not in {line}"
 
 

@@ -506,10 +506,12 @@ def _check_foreign_options(agent: str, options: Mapping[str, Any]) -> None:
             if (other := agents.entry(name).config) is not None
             and key in {f.name for f in dataclasses.fields(other)}
         ]
-        if owners and not close(key, own):
+        if owners:  # another agent's exact option: the config is likely that agent's
+            near = close(key, own)
+            hint = f" (or a misspelling of '{near[0]}'?)" if near else ""
             raise ConfigError(
                 f"unknown option '{key}' for agent '{agent}': it is an option of "
-                f"{', '.join(owners)}; was this config written for another agent?"
+                f"{', '.join(owners)}; was this config written for another agent?{hint}"
             )
 
 

@@ -97,7 +97,8 @@ from jaxrl.runners.distributed.topology import Topology, join
 topology = Topology.from_env()
 join(topology)
 total = jax.numpy.sum(jax.numpy.ones(4))  # a program on the joined runtime
-print("JOINED", topology.process_id, jax.process_count(), len(jax.devices()), float(total))
+line = f"JOINED {topology.process_id} {jax.process_count()} {len(jax.devices())} {float(total)}\\n"
+os.write(1, line.encode())  # one write: the two processes share the launcher's stdout
 jax.distributed.shutdown()
 sys.stdout.flush()
 os._exit(0)  # the runtime's own teardown at exit takes seconds more
