@@ -175,3 +175,24 @@ def assert_refused(agent: str, spec: EnvSpec, pattern: str, **options: Any) -> N
 
     with pytest.raises(ConfigError, match=pattern):
         agents.make(agent, spec, **options)
+
+
+def rollout_after_one_update(agent, env, rollout_len: int):
+    """``(state, rollout, update)`` of a recurrent ``agent`` on ``env``: the state after one
+    update (so that the rollout's parameters are not the initial ones), a rollout
+    ``[rollout_len, N]`` collected with it from the agent's initial carry, and the jitted
+    ``agent.update``."""
+    import jax
+
+    from jaxrl.runners.scan import make_rollout
+
+    n = env.spec.num_envs
+    collect, update = jax.jit(make_rollout(agent, env, rollout_len)), jax.jit(agent.update)
+
+    def rollout(state, key):
+        env_state, ts = env.reset(key)
+        return collect(state, env_state, ts.obs, agent.init_carry(n), key)[1]
+
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
+    state, _ = update(state, rollout(state, jax.random.PRNGKey(1)), jax.random.PRNGKey(2))
+    return state, rollout(state, jax.random.PRNGKey(3)), update

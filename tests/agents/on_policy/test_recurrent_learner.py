@@ -14,6 +14,7 @@ from jaxrl.runners.base import RunConfig
 from jaxrl.runners.distributed.sebulba import make_sebulba_runner
 from jaxrl.runners.scan import make_rollout
 from jaxrl.types import ConfigError, Transition
+from tests.helpers import rollout_after_one_update
 
 TINY = dict(hidden_sizes=(8,), lstm=True, lstm_size=6, lr=1e-2)
 T, N = 40, 4
@@ -23,16 +24,7 @@ T, N = 40, 4
 def setup():
     env = envs.make("CartPole-v1", num_envs=N)
     agent = agents.make("impala", env.spec, **TINY)
-    collect, update = jax.jit(make_rollout(agent, env, T)), jax.jit(agent.update)
-
-    def rollout(state, key):
-        env_state, ts = env.reset(key)
-        return collect(state, env_state, ts.obs, agent.init_carry(N), key)[1]
-
-    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
-    # One update first, so that the rollout's parameters are not the initial ones.
-    state, _ = update(state, rollout(state, jax.random.PRNGKey(1)), jax.random.PRNGKey(2))
-    ro = rollout(state, jax.random.PRNGKey(3))
+    state, ro, update = rollout_after_one_update(agent, env, T)
     done = np.asarray(ro.terminated | ro.truncated)
     assert done[:-1].any()  # an episode ends inside the rollout, another one starts
     cfg = IMPALAConfig(**TINY)  # the parts make_impala builds, for their ``evaluate``

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from jaxrl import agents, envs
-from jaxrl.runners.scan import make_rollout
 from jaxrl.types import ConfigError
+from tests.helpers import rollout_after_one_update
 
 T, N = 6, 4
 GAMMA, LAM, CLIP, VCLIP, ENT, VW, LR = 0.99, 0.95, 0.2, 0.2, 0.01, 0.5, 0.5
@@ -32,15 +32,7 @@ def setup():
     on it, and the network on one env and one step."""
     env = envs.make("StatelessCartPole-v1", num_envs=N, max_episode_steps=3)  # truncations
     agent = agents.make("ppo", env.spec, cell="gru", **TINY)
-    collect, update = jax.jit(make_rollout(agent, env, T)), jax.jit(agent.update)
-
-    def rollout(state, key):
-        env_state, ts = env.reset(key)
-        return collect(state, env_state, ts.obs, agent.init_carry(N), key)[1]
-
-    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
-    state, _ = update(state, rollout(state, jax.random.PRNGKey(1)), jax.random.PRNGKey(2))
-    ro = rollout(state, jax.random.PRNGKey(3))
+    state, ro, update = rollout_after_one_update(agent, env, T)
     done = np.asarray(ro.terminated | ro.truncated)
     assert done[:-1].any(0).all() and ro.truncated.any()  # truncations bootstrap
     key = jax.random.PRNGKey(4)
