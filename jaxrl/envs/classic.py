@@ -16,6 +16,7 @@ x64 enabled); observations are float32.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -259,76 +260,70 @@ def pendulum_step(state: Array, action: Array, key: PRNGKey) -> tuple[Array, Arr
 
 
 # ----------------------------------------------------------------------------- factories
-def control_env(
-    name: str,
-    obs_size: int,
-    action_space: Discrete | Box,
-    reset_fn: ResetFn,
-    step_fn: StepFn,
-    num_envs: int,
-    max_episode_steps: int,
-) -> Env:
-    """The vectorized env of a control core with float32 observations ``[obs_size]``."""
+class ControlCore(NamedTuple):
+    """A control task: its pure ``reset``/``step`` (``envs.core.ResetFn``/``StepFn``) with
+    float32 observations ``[obs_size]``, its action space and its Gymnasium name."""
+
+    name: str
+    obs_size: int
+    action_space: Discrete | Box
+    reset: ResetFn
+    step: StepFn
+
+
+CARTPOLE = ControlCore("CartPole-v1", 4, Discrete(2), cartpole_reset, cartpole_step)
+ACROBOT = ControlCore("Acrobot-v1", 6, Discrete(3), acrobot_reset, acrobot_step)
+MOUNTAIN_CAR = ControlCore("MountainCar-v0", 2, Discrete(3), mountain_car_reset, mountain_car_step)
+MOUNTAIN_CAR_CONTINUOUS = ControlCore(
+    "MountainCarContinuous-v0",
+    2,
+    Box((1,), (_MCC_MIN_ACTION,), (_MCC_MAX_ACTION,)),
+    mountain_car_reset,
+    mountain_car_continuous_step,
+)
+PENDULUM = ControlCore(
+    "Pendulum-v1",
+    3,
+    Box((1,), (-_PD_MAX_TORQUE,), (_PD_MAX_TORQUE,)),
+    pendulum_reset,
+    pendulum_step,
+)
+
+
+def control_env(core: ControlCore, num_envs: int, max_episode_steps: int) -> Env:
+    """The vectorized env of a control ``core``."""
     return make_vector_env(
-        name=name,
-        obs_shape=(obs_size,),
+        name=core.name,
+        obs_shape=(core.obs_size,),
         obs_dtype="float32",
-        action_space=action_space,
+        action_space=core.action_space,
         max_episode_steps=max_episode_steps,
         num_envs=num_envs,
-        reset_fn=reset_fn,
-        step_fn=step_fn,
+        reset_fn=core.reset,
+        step_fn=core.step,
     )
 
 
 def cartpole(num_envs: int = 1, *, max_episode_steps: int = 500) -> Env:
     """CartPole-v1: ``Discrete(2)`` (push left/right), obs ``[4]``, 500 steps."""
-    return control_env(
-        "CartPole-v1", 4, Discrete(2), cartpole_reset, cartpole_step, num_envs, max_episode_steps
-    )
+    return control_env(CARTPOLE, num_envs, max_episode_steps)
 
 
 def acrobot(num_envs: int = 1, *, max_episode_steps: int = 500) -> Env:
     """Acrobot-v1: ``Discrete(3)`` (torque -1/0/+1), obs ``[6]``, 500 steps."""
-    return control_env(
-        "Acrobot-v1", 6, Discrete(3), acrobot_reset, acrobot_step, num_envs, max_episode_steps
-    )
+    return control_env(ACROBOT, num_envs, max_episode_steps)
 
 
 def mountain_car(num_envs: int = 1, *, max_episode_steps: int = 200) -> Env:
     """MountainCar-v0: ``Discrete(3)`` (push left/none/right), obs ``[2]``, 200 steps."""
-    return control_env(
-        "MountainCar-v0",
-        2,
-        Discrete(3),
-        mountain_car_reset,
-        mountain_car_step,
-        num_envs,
-        max_episode_steps,
-    )
+    return control_env(MOUNTAIN_CAR, num_envs, max_episode_steps)
 
 
 def mountain_car_continuous(num_envs: int = 1, *, max_episode_steps: int = 999) -> Env:
     """MountainCarContinuous-v0: ``Box(1,)`` force in ``[-1, 1]``, obs ``[2]``, 999 steps."""
-    return control_env(
-        "MountainCarContinuous-v0",
-        2,
-        Box((1,), (_MCC_MIN_ACTION,), (_MCC_MAX_ACTION,)),
-        mountain_car_reset,
-        mountain_car_continuous_step,
-        num_envs,
-        max_episode_steps,
-    )
+    return control_env(MOUNTAIN_CAR_CONTINUOUS, num_envs, max_episode_steps)
 
 
 def pendulum(num_envs: int = 1, *, max_episode_steps: int = 200) -> Env:
     """Pendulum-v1: ``Box(1,)`` torque in ``[-2, 2]``, obs ``[cos, sin, thdot]``, 200 steps."""
-    return control_env(
-        "Pendulum-v1",
-        3,
-        Box((1,), (-_PD_MAX_TORQUE,), (_PD_MAX_TORQUE,)),
-        pendulum_reset,
-        pendulum_step,
-        num_envs,
-        max_episode_steps,
-    )
+    return control_env(PENDULUM, num_envs, max_episode_steps)

@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxrl.envs.core import make_vector_env
+from jaxrl.envs.classic import ControlCore, control_env
 from jaxrl.types import Box, ConfigError, Env
 
 INF = math.inf
@@ -356,13 +356,5 @@ def make_mjx_env(task: str, num_envs: int = 1, *, max_episode_steps: int = 1000,
     """
     core = make_core(task, **kw)
     obs_dim = jax.eval_shape(core.reset_fn, jax.random.PRNGKey(0))[1].shape[-1]
-    return make_vector_env(
-        name=f"{task}-mjx",
-        obs_shape=(obs_dim,),
-        obs_dtype="float32",
-        action_space=core.action_space,
-        max_episode_steps=max_episode_steps,
-        num_envs=num_envs,
-        reset_fn=core.reset_fn,
-        step_fn=core.step_fn,
-    )
+    control = ControlCore(f"{task}-mjx", obs_dim, core.action_space, core.reset_fn, core.step_fn)
+    return control_env(control, num_envs, max_episode_steps)

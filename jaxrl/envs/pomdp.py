@@ -16,59 +16,45 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from jaxrl.envs.classic import (
-    _PD_MAX_TORQUE,
-    cartpole_reset,
-    cartpole_step,
-    control_env,
-    pendulum_reset,
-    pendulum_step,
-)
-from jaxrl.types import Array, Box, Discrete, Env, PRNGKey
+from jaxrl.envs.classic import CARTPOLE, PENDULUM, ControlCore, control_env
+from jaxrl.types import Array, Discrete, Env, PRNGKey
 from jaxrl.validation import check_int
 
-_CARTPOLE_POSITIONS = jnp.array([0, 2])  # x and theta of [x, x_dot, theta, theta_dot]
+
+def masked(core: ControlCore, name: str, positions: Sequence[int]) -> ControlCore:
+    """``core`` observing only ``obs[positions]`` (the rest masked), named ``name``."""
+    kept = np.asarray(positions)
+
+    def reset(key: PRNGKey) -> tuple[Array, Array]:
+        state, obs = core.reset(key)
+        return state, obs[kept]
+
+    def step(state: Array, action: Array, key: PRNGKey):
+        state, obs, reward, terminated = core.step(state, action, key)
+        return state, obs[kept], reward, terminated
+
+    return ControlCore(name, len(positions), core.action_space, reset, step)
+
+
+# x and theta of [x, x_dot, theta, theta_dot]; cos and sin of [cos, sin, thdot]
+STATELESS_CARTPOLE = masked(CARTPOLE, "StatelessCartPole-v1", (0, 2))
+STATELESS_PENDULUM = masked(PENDULUM, "StatelessPendulum-v1", (0, 1))
 
 
 def stateless_cartpole(num_envs: int = 1, *, max_episode_steps: int = 500) -> Env:
     """CartPole-v1 with obs ``[x, theta]``: ``Discrete(2)``, 500 steps."""
-
-    def reset(key: PRNGKey) -> tuple[Array, Array]:
-        state, obs = cartpole_reset(key)
-        return state, obs[_CARTPOLE_POSITIONS]
-
-    def step(state: Array, action: Array, key: PRNGKey):
-        state, obs, reward, terminated = cartpole_step(state, action, key)
-        return state, obs[_CARTPOLE_POSITIONS], reward, terminated
-
-    return control_env(
-        "StatelessCartPole-v1", 2, Discrete(2), reset, step, num_envs, max_episode_steps
-    )
+    return control_env(STATELESS_CARTPOLE, num_envs, max_episode_steps)
 
 
 def stateless_pendulum(num_envs: int = 1, *, max_episode_steps: int = 200) -> Env:
     """Pendulum-v1 with obs ``[cos theta, sin theta]``: ``Box(1,)`` in ``[-2, 2]``, 200 steps."""
-
-    def reset(key: PRNGKey) -> tuple[Array, Array]:
-        state, obs = pendulum_reset(key)
-        return state, obs[:2]
-
-    def step(state: Array, action: Array, key: PRNGKey):
-        state, obs, reward, terminated = pendulum_step(state, action, key)
-        return state, obs[:2], reward, terminated
-
-    return control_env(
-        "StatelessPendulum-v1",
-        2,
-        Box((1,), (-_PD_MAX_TORQUE,), (_PD_MAX_TORQUE,)),
-        reset,
-        step,
-        num_envs,
-        max_episode_steps,
-    )
+    return control_env(STATELESS_PENDULUM, num_envs, max_episode_steps)
 
 
 def memory_chain(num_envs: int = 1, *, memory_length: int = 10) -> Env:
@@ -94,4 +80,5 @@ def memory_chain(num_envs: int = 1, *, memory_length: int = 10) -> Env:
         state = jnp.stack([t + 1, context])
         return state, observe(t + 1, context), reward, last
 
-    return control_env("MemoryChain-v0", 3, Discrete(2), reset, step, num_envs, length)
+    core = ControlCore("MemoryChain-v0", 3, Discrete(2), reset, step)
+    return control_env(core, num_envs, length)

@@ -32,6 +32,7 @@ import math
 import signal
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -65,29 +66,26 @@ class Position:
 
     @classmethod
     def resumed(cls, meta: dict[str, Any], steps_per_chunk: int) -> Position:
-        chunk = int(meta.get("chunk", 0))
-        return cls(
-            steps=chunk * steps_per_chunk,
-            chunk=chunk,
-            rows=int(meta.get("rows", 0)),
-            best=report.nan_if_none(meta.get("best")),
-            first_solved=meta.get("first_solved"),
-            run_time=float(meta.get("run_time", 0.0)),
-            time=float(meta.get("time", 0.0)),
-            first_solve_steps=meta.get("first_solve_steps"),
-        )
+        saved = {name: read(meta[name]) for name, read in SAVED.items() if name in meta}
+        return cls(steps=saved.get("chunk", 0) * steps_per_chunk, **saved)
 
     def meta(self, now: float) -> dict[str, Any]:
-        return dict(
-            env_steps=self.steps,
-            chunk=self.chunk,
-            rows=self.rows,
-            best=self.best,
-            first_solved=self.first_solved,
-            run_time=self.run_time,
-            time=now,
-            first_solve_steps=self.first_solve_steps,
-        )
+        out = {"env_steps": self.steps, **{name: getattr(self, name) for name in SAVED}}
+        out["time"] = now
+        return out
+
+
+_same: Callable[[Any], Any] = lambda value: value
+# The fields of a ``Position`` that a checkpoint's meta records, each with how it is read.
+SAVED: dict[str, Callable[[Any], Any]] = {
+    "chunk": int,
+    "rows": int,
+    "best": report.nan_if_none,
+    "first_solved": _same,
+    "run_time": float,
+    "time": float,
+    "first_solve_steps": _same,
+}
 
 
 def compile_chunk(runner: Any, state: Any) -> Any:

@@ -50,13 +50,44 @@ def initial_carry(num_envs: int, lstm_size: int, shared: bool) -> dict[str, tupl
     return {"actor": zeros()} if shared else {"actor": zeros(), "critic": zeros()}
 
 
-class RecurrentActorCritic(ActorCritic):
-    """``ActorCritic`` with an LSTM of ``lstm_size`` units after each torso.
+class _MemoryAfterTorso(ActorCritic):
+    """``ActorCritic`` with a memory layer ``(carry, x) -> (carry, features)`` after each
+    torso, the layers given by ``memories()``: ``(actor's, critic's or None if shared)``.
 
     ``__call__(carry, obs [N, *obs_shape]) -> (carry, dist, value [N])`` takes one step;
     ``value(carry, obs) -> value [N]`` runs the critic's side only (the carry it would
     produce is dropped). Any leading batch shape works as long as ``carry``'s matches.
     """
+
+    def memories(self) -> tuple[Any, Any]:
+        raise NotImplementedError
+
+    def _dist(self, features: Array):
+        out = self.policy_head(features)
+        return out if self.discrete else (out, self.log_std)
+
+    # The carry comes first: a recurrent network is never called where an ActorCritic is.
+    def __call__(self, carry: dict, obs: Array):  # type: ignore[override]
+        actor_memory, critic_memory = self.memories()
+        actor, features = actor_memory(carry["actor"], self.actor_torso(obs))
+        if self.shared:
+            return {"actor": actor}, self._dist(features), self.value_head(features)[..., 0]
+        critic, critic_features = critic_memory(carry["critic"], self.critic_torso(obs))
+        value = self.value_head(critic_features)[..., 0]
+        return {"actor": actor, "critic": critic}, self._dist(features), value
+
+    def value(self, carry: dict, obs: Array) -> Array:
+        actor_memory, critic_memory = self.memories()
+        if self.shared:
+            _, features = actor_memory(carry["actor"], self.actor_torso(obs))
+        else:
+            _, features = critic_memory(carry["critic"], self.critic_torso(obs))
+        return self.value_head(features)[..., 0]
+
+
+class RecurrentActorCritic(_MemoryAfterTorso):
+    """``ActorCritic`` with an LSTM of ``lstm_size`` units after each torso (``__call__``
+    and ``value`` as ``_MemoryAfterTorso``'s)."""
 
     lstm_size: int = 256
 
@@ -67,22 +98,8 @@ class RecurrentActorCritic(ActorCritic):
         if not self.shared:
             self.critic_lstm = cell()
 
-    # The carry comes first: a recurrent network is never called where an ActorCritic is.
-    def __call__(self, carry: dict, obs: Array):  # type: ignore[override]
-        actor, features = self.actor_lstm(carry["actor"], self.actor_torso(obs))
-        out = self.policy_head(features)
-        dist = out if self.discrete else (out, self.log_std)
-        if self.shared:
-            return {"actor": actor}, dist, self.value_head(features)[..., 0]
-        critic, critic_features = self.critic_lstm(carry["critic"], self.critic_torso(obs))
-        return {"actor": actor, "critic": critic}, dist, self.value_head(critic_features)[..., 0]
-
-    def value(self, carry: dict, obs: Array) -> Array:
-        if self.shared:
-            _, features = self.actor_lstm(carry["actor"], self.actor_torso(obs))
-        else:
-            _, features = self.critic_lstm(carry["critic"], self.critic_torso(obs))
-        return self.value_head(features)[..., 0]
+    def memories(self) -> tuple[Any, Any]:
+        return self.actor_lstm, None if self.shared else self.critic_lstm
 
 
 def unroll(
@@ -113,7 +130,7 @@ def memory_carry(cell: MemoryCell, num_envs: int, shared: bool) -> dict[str, Any
     return {"actor": zeros()} if shared else {"actor": zeros(), "critic": zeros()}
 
 
-class MemoryActorCritic(ActorCritic):
+class MemoryActorCritic(_MemoryAfterTorso):
     """``ActorCritic`` with the memory cell ``cell`` after each torso (``Memory`` layers
     ``actor_memory`` and, when not shared, ``critic_memory``).
 
@@ -134,24 +151,8 @@ class MemoryActorCritic(ActorCritic):
         if not self.shared:
             self.critic_memory = Memory(self.cell)
 
-    def _dist(self, features: Array):
-        out = self.policy_head(features)
-        return out if self.discrete else (out, self.log_std)
-
-    def __call__(self, carry: dict, obs: Array):  # type: ignore[override]
-        actor, features = self.actor_memory(carry["actor"], self.actor_torso(obs))
-        if self.shared:
-            return {"actor": actor}, self._dist(features), self.value_head(features)[..., 0]
-        critic, critic_features = self.critic_memory(carry["critic"], self.critic_torso(obs))
-        value = self.value_head(critic_features)[..., 0]
-        return {"actor": actor, "critic": critic}, self._dist(features), value
-
-    def value(self, carry: dict, obs: Array) -> Array:
-        if self.shared:
-            _, features = self.actor_memory(carry["actor"], self.actor_torso(obs))
-        else:
-            _, features = self.critic_memory(carry["critic"], self.critic_torso(obs))
-        return self.value_head(features)[..., 0]
+    def memories(self) -> tuple[Any, Any]:
+        return self.actor_memory, None if self.shared else self.critic_memory
 
     def unroll(self, carry: dict, obs: Array, starts: Array):
         T, N = starts.shape

@@ -181,4 +181,4 @@ def make_impala(spec: EnvSpec, **overrides: Any) -> Agent:
 
     if rnn is None:
         return Agent(init=parts.init, act=parts.act, update=update)
-    return Agent(init=rnn.init, act=rnn.act, update=update, init_carry=rnn.init_carry)
+    return rnn.acting.agent(update)

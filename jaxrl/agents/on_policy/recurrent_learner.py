@@ -32,34 +32,50 @@ from jaxrl.agents.on_policy.core import (
 )
 from jaxrl.networks.recurrent import RecurrentActorCritic, initial_carry, unroll
 from jaxrl.ops import distributions as D
-from jaxrl.types import Box, EnvSpec, action_mask, main_obs
+from jaxrl.types import Agent, Box, EnvSpec, action_mask, main_obs
 
 Array = jax.Array
 
 
+def episode_starts(done: Array) -> Array:
+    """``starts [T, N]``: step ``t`` starts an episode where step ``t - 1`` ended one
+    (``done [T, N]``); False at ``t = 0``, whose carry the runner has reset already."""
+    return jnp.concatenate([jnp.zeros_like(done[:1]), done[:-1]])
+
+
+class RecurrentActing(NamedTuple):
+    """How a recurrent actor-critic ``network`` (``apply(params, carry, obs) -> (carry,
+    dist, value)``) acts: init: ``(key) -> ActorCriticState`` with the network's
+    parameters and optimizer state; act: the ``Agent.act`` (extras as
+    ``ActorCriticParts.act``'s plus ``carry``, the carry it was given); init_carry:
+    ``(num_envs) -> carry``; masked: ``(dist, obs) -> dist``, illegal actions masked."""
+
+    network: Any
+    init: Callable[[Array], ActorCriticState]
+    act: Callable[..., Any]
+    init_carry: Callable[[int], Any]
+    masked: Callable[[Any, Any], Any]
+
+    def agent(self, update: Callable[..., Any]) -> Agent:
+        """The ``Agent`` that acts so and learns by ``update``."""
+        return Agent(init=self.init, act=self.act, update=update, init_carry=self.init_carry)
+
+
 class RecurrentParts(NamedTuple):
-    """network: the ``RecurrentActorCritic``; init: ``(key) -> ActorCriticState`` with its
-    parameters; act: the ``Agent.act`` (extras as ``ActorCriticParts.act``'s plus
-    ``carry``); init_carry: ``(num_envs) -> carry``; evaluate: ``(params, carry, obs,
+    """acting: the LSTM network's ``RecurrentActing``; evaluate: ``(params, carry, obs,
     next_obs, done) -> (dist, value, next_value)`` over a rollout (module docstring):
     ``carry`` the rollout's first, ``obs``/``next_obs`` ``[T, N, ...]`` (normalized),
     ``done`` ``[T, N]``; ``dist`` flattened to ``[T * N, ...]`` (illegal actions masked),
     ``value`` and ``next_value`` ``[T, N]``."""
 
-    network: RecurrentActorCritic
-    init: Callable[[Array], ActorCriticState]
-    act: Callable[..., Any]
-    init_carry: Callable[[int], Any]
+    acting: RecurrentActing
     evaluate: Callable[..., tuple[Any, Array, Array]]
 
 
 def recurrent_acting(
     spec: EnvSpec, parts: ActorCriticParts, network: Any, init_carry: Callable[[int], Any]
-) -> tuple[Callable[[Array], ActorCriticState], Callable[..., Any], Callable[[Any, Any], Any]]:
-    """``(init, act, masked)`` of a recurrent actor-critic ``network`` (``apply(params,
-    carry, obs) -> (carry, dist, value)``): ``init(key)``, ``parts``' state with the
-    network's parameters and optimizer state; ``act``, the ``Agent.act`` whose extras hold
-    the carry it was given; ``masked(dist, obs)``, illegal actions masked."""
+) -> RecurrentActing:
+    """The ``RecurrentActing`` of ``network`` with ``parts``' state and policy."""
     bounds = None
     if isinstance(spec.action_space, Box):
         space = spec.action_space
@@ -81,7 +97,7 @@ def recurrent_acting(
         action, extras = policy_action(masked(dist, obs), value, key, explore, bounds)
         return action, new_carry, {**extras, "carry": carry}
 
-    return init, act, masked
+    return RecurrentActing(network, init, act, init_carry, masked)
 
 
 def recurrent_parts(
@@ -94,14 +110,14 @@ def recurrent_parts(
     def init_carry(num_envs: int) -> Any:
         return initial_carry(num_envs, lstm_size, cfg.shared_torso)
 
-    init, act, masked = recurrent_acting(spec, parts, network, init_carry)
+    acting = recurrent_acting(spec, parts, network, init_carry)
 
     def evaluate(params: Any, carry: Any, obs: Any, next_obs: Any, done: Array):
         T, N = done.shape
         flat = lambda x: x.reshape(T * N, *x.shape[2:])
-        starts = jnp.concatenate([jnp.zeros_like(done[:1]), done[:-1]])
+        starts = episode_starts(done)
         dist, value, carries = unroll(network, params, carry, init_carry(N), main_obs(obs), starts)
-        dist = masked(dist, obs)
+        dist = acting.masked(dist, obs)
         dist = jax.tree.map(flat, dist) if parts.discrete else (flat(dist[0]), dist[1][0])
         next_value = cast(
             Array,
@@ -114,4 +130,4 @@ def recurrent_parts(
         )
         return dist, value, next_value.reshape(T, N)
 
-    return RecurrentParts(network, init, act, init_carry, evaluate)
+    return RecurrentParts(acting, evaluate)

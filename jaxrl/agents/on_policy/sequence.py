@@ -43,7 +43,11 @@ from jaxrl.agents.on_policy.core import (
     part_learning_rates,
     run_epochs,
 )
-from jaxrl.agents.on_policy.recurrent_learner import recurrent_acting
+from jaxrl.agents.on_policy.recurrent_learner import (
+    RecurrentActing,
+    episode_starts,
+    recurrent_acting,
+)
 from jaxrl.buffers.rollout import RolloutBatch
 from jaxrl.networks.memory import MemoryCell, make_cell
 from jaxrl.networks.recurrent import MemoryActorCritic, memory_carry
@@ -63,12 +67,6 @@ class SequenceBatch(NamedTuple):
     starts: Array
 
 
-def episode_starts(done: Array) -> Array:
-    """``starts [T, N]``: step ``t`` starts an episode where step ``t - 1`` ended one
-    (``done [T, N]``); False at ``t = 0``, whose carry the runner has reset already."""
-    return jnp.concatenate([jnp.zeros_like(done[:1]), done[:-1]])
-
-
 def env_major(tree: Any) -> Any:
     """Every leaf ``[T, N, ...]`` as ``[N, T, ...]`` (and back)."""
     return jax.tree.map(lambda x: jnp.swapaxes(x, 0, 1), tree)
@@ -76,16 +74,11 @@ def env_major(tree: Any) -> Any:
 
 class SequenceParts(NamedTuple):
     """The recurrent counterparts of ``ActorCriticParts`` for a ``MemoryActorCritic``:
-    network; init: ``(key) -> ActorCriticState`` with its parameters; act: the
-    ``Agent.act`` (extras as ``ActorCriticParts.act``'s plus ``carry``, the carry it was
-    given); init_carry: ``(num_envs) -> carry``; unroll: ``(params, carry [n], obs [T, n],
-    starts [T, n]) -> (carries, dist [T, n, ...], value [T, n])`` on normalized
-    observations, illegal actions masked."""
+    acting: its ``RecurrentActing``; unroll: ``(params, carry [n], obs [T, n], starts
+    [T, n]) -> (carries, dist [T, n, ...], value [T, n])`` on normalized observations,
+    illegal actions masked."""
 
-    network: MemoryActorCritic
-    init: Callable[[Array], ActorCriticState]
-    act: Callable[..., Any]
-    init_carry: Callable[[int], Any]
+    acting: RecurrentActing
     unroll: Callable[..., tuple[Any, Any, Array]]
 
 
@@ -98,14 +91,14 @@ def sequence_parts(
     def init_carry(num_envs: int) -> Any:
         return memory_carry(cell, num_envs, cfg.shared_torso)
 
-    init, act, masked = recurrent_acting(spec, parts, network, init_carry)
+    acting = recurrent_acting(spec, parts, network, init_carry)
 
     def unroll(params: Any, carry: Any, obs: Any, starts: Array):
         out = network.apply(params, carry, main_obs(obs), starts, method=MemoryActorCritic.unroll)
         carries, dist, value = cast(tuple[Any, Any, Array], out)
-        return carries, masked(dist, obs), value
+        return carries, acting.masked(dist, obs), value
 
-    return SequenceParts(network, init, act, init_carry, unroll)
+    return SequenceParts(acting, unroll)
 
 
 def make_sequence_actor_critic(
@@ -122,7 +115,7 @@ def make_sequence_actor_critic(
     cell = make_cell(cell_name, cell_size)
     parts = actor_critic_parts(spec, cfg, objective.hparams, name)
     seq = sequence_parts(spec, cfg, parts, cell)
-    network, unroll = seq.network, seq.unroll
+    network, unroll = seq.acting.network, seq.unroll
 
     def loss_fn(params: Any, hparams: Any, mb: SequenceBatch):
         rollout = env_major(mb.rollout)  # [T, n, ...]
@@ -188,4 +181,4 @@ def make_sequence_actor_critic(
         metrics["lr"] = lr
         return state, metrics
 
-    return Agent(init=seq.init, act=seq.act, update=update, init_carry=seq.init_carry)
+    return seq.acting.agent(update)

@@ -8,8 +8,8 @@ discount of -1 (the next node's value is the other player's: a two-player zero-s
 illegal moves' logits at the lowest float (the root's illegal moves are also mctx's
 ``invalid_actions``, so no search ever picks one).
 
-Two search policies (``SEARCHES``), pure functions of ``(params, key, root,
-recurrent_fn, invalid, explore)`` -> ``(action [B] int32, policy [B, A] float32)``:
+Two search policies (``SEARCHES``: ``(options, explore) -> SearchPolicy``, the mctx
+policy that ``search`` calls, its options and the action it picks):
 
 * ``"puct"``: AlphaZero's PUCT search (``mctx.muzero_policy``): Dirichlet noise at the
   root while training (fraction 0.25, alpha ``dirichlet_alpha``), an action sampled from
@@ -74,41 +74,38 @@ def make_recurrent_fn(env: Any, network: Network) -> Callable:
     return recurrent_fn
 
 
-def puct(o: SearchOptions, params, key, root, recurrent_fn, invalid, explore: bool):
+class SearchPolicy(NamedTuple):
+    """One of mctx's search policies with its options: ``policy(params, key, root,
+    recurrent_fn, num_simulations, invalid_actions=..., **options)``, and ``pick(out)
+    -> action [B]`` from its output."""
+
+    policy: Callable[..., Any]
+    options: dict[str, Any]
+    pick: Callable[[Any], jax.Array]
+
+
+def puct(o: SearchOptions, explore: bool) -> SearchPolicy:
     """AlphaZero's PUCT search (module docstring)."""
     import mctx
 
-    out = mctx.muzero_policy(
-        params,
-        key,
-        root,
-        recurrent_fn,
-        o.num_simulations,
-        invalid_actions=invalid,
+    options = dict(
         dirichlet_fraction=o.dirichlet_fraction if explore else 0.0,
         dirichlet_alpha=o.dirichlet_alpha,
         temperature=o.temperature,
     )
-    weights = out.action_weights
-    action = out.action if explore else jnp.argmax(weights, -1)
-    return action.astype(jnp.int32), weights
+    if explore:
+        return SearchPolicy(mctx.muzero_policy, options, lambda out: out.action)
+    return SearchPolicy(mctx.muzero_policy, options, lambda out: jnp.argmax(out.action_weights, -1))
 
 
-def gumbel(o: SearchOptions, params, key, root, recurrent_fn, invalid, explore: bool):
+def gumbel(o: SearchOptions, explore: bool) -> SearchPolicy:
     """Gumbel MuZero's search (module docstring)."""
     import mctx
 
-    out = mctx.gumbel_muzero_policy(
-        params,
-        key,
-        root,
-        recurrent_fn,
-        o.num_simulations,
-        invalid_actions=invalid,
-        max_num_considered_actions=o.max_considered,
-        gumbel_scale=1.0 if explore else 0.0,
+    options = dict(
+        max_num_considered_actions=o.max_considered, gumbel_scale=1.0 if explore else 0.0
     )
-    return out.action.astype(jnp.int32), out.action_weights
+    return SearchPolicy(mctx.gumbel_muzero_policy, options, lambda out: out.action)
 
 
 SEARCHES = {"puct": puct, "gumbel": gumbel}
@@ -136,4 +133,8 @@ def search(
         prior_logits=masked_logits(logits, mask), value=value, embedding=root_state
     )
     recurrent_fn = make_recurrent_fn(env, network)
-    return SEARCHES[kind](o, params, key, root, recurrent_fn, ~mask, explore)
+    policy, options, pick = SEARCHES[kind](o, explore)
+    out = policy(
+        params, key, root, recurrent_fn, o.num_simulations, invalid_actions=~mask, **options
+    )
+    return pick(out).astype(jnp.int32), out.action_weights
