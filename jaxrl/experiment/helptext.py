@@ -17,6 +17,7 @@ from jaxrl import agents, envs
 from jaxrl.agents.auxiliary.latent_prior import LatentPriorOptions
 from jaxrl.agents.auxiliary.options import AuxiliaryOptions
 from jaxrl.agents.common.optim import EpsilonOptions, OptimizerOptions
+from jaxrl.agents.common.replay_choice import ReplayOptions
 from jaxrl.envs.pixels import PixelOptions
 from jaxrl.experiment.config import EnvConfig
 from jaxrl.runners.base import RunConfig
@@ -33,6 +34,7 @@ SHARED: tuple[tuple[tuple[type, ...], str], ...] = (
     ((OptimizerOptions,), "optimizer and learning-rate schedule (shared by every agent)"),
     ((AuxiliaryOptions, LatentPriorOptions), "demonstrations and auxiliary learners: AMP, "
      "action symmetry, CURL, a VAE action prior (shared; all off by default)"),
+    ((ReplayOptions,), "replay buffer (shared by the agents that learn from replay)"),
 )  # fmt: skip
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from jaxrl.buffers import (
@@ -11,6 +12,24 @@ from jaxrl.buffers import (
     make_uniform_replay,
 )
 from jaxrl.types import ConfigError, EnvSpec
+from jaxrl.validation import Options, option
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayOptions(Options):
+    """The replay buffer's size and use, shared by every agent that learns from replay; an
+    agent's config gives its own defaults (``buffer_size: int = 1_000_000``).
+
+    Attributes:
+      buffer_size: replay capacity in transitions.
+      batch_size: minibatch size of a gradient step.
+      learning_starts: env steps collected before the first gradient step (RLHive's
+        ``min_replay_history``).
+    """
+
+    buffer_size: int = option(10_000, ge=1)
+    batch_size: int = option(128, ge=1)
+    learning_starts: int = option(10_000, ge=0)
 
 
 def make_replay(

@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl.agents.common.action_box import action_box
+from jaxrl.agents.common.replay_choice import ReplayOptions
 from jaxrl.agents.multi_agent.maddpg_actions import (
     OUTPUT_PENALTY,
     MADDPGActions,
@@ -55,11 +56,11 @@ from jaxrl.buffers import make_uniform_replay
 from jaxrl.networks.torsos import MLP
 from jaxrl.ops.targets import soft_update
 from jaxrl.types import Agent, ConfigError, Discrete, EnvSpec, Transition, shared_field
-from jaxrl.validation import Options, build_config, option
+from jaxrl.validation import build_config, option
 
 
 @dataclasses.dataclass(frozen=True)
-class MADDPGConfig(Options):
+class MADDPGConfig(ReplayOptions):
     """MADDPG options (module docstring for the sources of the defaults).
 
     Attributes:
@@ -86,9 +87,9 @@ class MADDPGConfig(Options):
     tau: float = option(0.01, ge=0, le=1)
     temperature: float = option(1.0, gt=0)
     max_grad_norm: float = option(0.5, gt=0)
-    buffer_size: int = option(1_000_000, ge=1)
-    batch_size: int = option(1024, ge=1)
-    learning_starts: int = option(25_600, ge=0)
+    buffer_size: int = 1_000_000
+    batch_size: int = 1024
+    learning_starts: int = 25_600
     updates_per_rollout: int = option(1, ge=1)
     exploration_noise: float = option(0.1, ge=0)
     critic_visible_actors: tuple[tuple[int, ...], ...] | None = None

@@ -49,7 +49,7 @@ from jaxrl.agents.auxiliary.options import AuxiliaryOptions, make_auxiliary
 from jaxrl.agents.common.action_box import action_box
 from jaxrl.agents.common.optim import OptimizerOptions, scale_transform, scheduled_lrs
 from jaxrl.agents.common.param_noise import no_param_noise, param_noise
-from jaxrl.agents.common.replay_choice import make_replay
+from jaxrl.agents.common.replay_choice import ReplayOptions, make_replay
 from jaxrl.agents.common.replay_sampling import prioritized_sampling, uniform_sampling
 from jaxrl.agents.off_policy.parts import exploration_noise, learn, param_noise_step
 from jaxrl.buffers import PriorityParams
@@ -64,7 +64,7 @@ Noise = Literal["none", "gaussian", "clipped_gaussian", "uniform", "ou"]
 
 
 @dataclasses.dataclass(frozen=True)
-class OffPolicyConfig(OptimizerOptions, AuxiliaryOptions, LatentPriorOptions):
+class OffPolicyConfig(ReplayOptions, OptimizerOptions, AuxiliaryOptions, LatentPriorOptions):
     """Options shared by SAC, TD3 and DDPG (each agent's ``Config`` subclasses this and
     declares only the defaults it changes and its own options; ranges are inherited).
 
@@ -120,9 +120,8 @@ class OffPolicyConfig(OptimizerOptions, AuxiliaryOptions, LatentPriorOptions):
     critic_lr: float = option(3e-4, gt=0)
     gamma: float = option(0.99, ge=0, le=1)
     tau: float = option(0.005, ge=0, le=1)
-    buffer_size: int = option(1_000_000, ge=1)
-    batch_size: int = option(256, ge=1)
-    learning_starts: int = option(10_000, ge=0)
+    buffer_size: int = 1_000_000
+    batch_size: int = 256
     updates_per_step: int = option(1, ge=1)
     reward_scale: float = option(1.0)
     exploration_noise: Noise = "none"

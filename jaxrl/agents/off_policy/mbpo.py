@@ -122,7 +122,7 @@ class MBPOConfig(SACConfig):
         reward (Emote's ``reward_fn``).
     """
 
-    learning_starts: int = option(5_000, ge=0)
+    learning_starts: int = 5_000
     updates_per_step: int = option(20, ge=1)
     num_members: int = option(7, ge=1)
     num_elites: int = option(5, ge=1)

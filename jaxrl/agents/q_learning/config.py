@@ -16,6 +16,7 @@ import jax
 
 from jaxrl.agents.auxiliary.options import AuxiliaryOptions
 from jaxrl.agents.common.optim import EpsilonOptions, OptimizerOptions
+from jaxrl.agents.common.replay_choice import ReplayOptions
 from jaxrl.networks import TorsoSpec
 from jaxrl.validation import fixes, option
 
@@ -24,7 +25,7 @@ from jaxrl.validation import fixes, option
 @fixes(  # action symmetry compares continuous actions
     action_symmetry=False, right_action_map=(), left_action_map=(), confusion_reward_weight=1.0
 )
-class QLearningConfig(EpsilonOptions, OptimizerOptions, AuxiliaryOptions):
+class QLearningConfig(ReplayOptions, EpsilonOptions, OptimizerOptions, AuxiliaryOptions):
     """The options of every Q-learning agent, with DQN's defaults (after CleanRL's
     ``dqn.py``; each agent's config may change them and say more). Ranges are declared
     beside each field. The optimizer, learning-rate and epsilon schedule options are
@@ -77,9 +78,6 @@ class QLearningConfig(EpsilonOptions, OptimizerOptions, AuxiliaryOptions):
     lr: float = option(2.5e-4, gt=0)
     adam_eps: float = option(1e-8, ge=0)
     gamma: float = option(0.99, ge=0, le=1)
-    buffer_size: int = option(10_000, ge=1)
-    batch_size: int = option(128, ge=1)
-    learning_starts: int = option(10_000, ge=0)
     updates_per_rollout: int = option(1, ge=1)
     target_update_period: int = option(500, ge=1)
     tau: float = option(1.0, gt=0, le=1)

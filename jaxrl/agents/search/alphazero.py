@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl.agents.common.optim import OptimizerOptions, scale_transform, scheduled_lr
+from jaxrl.agents.common.replay_choice import ReplayOptions
 from jaxrl.agents.search import mcts, replay
 from jaxrl.agents.search.network import PolicyValueNet
 from jaxrl.envs import games
@@ -44,7 +45,7 @@ from jaxrl.validation import build_config, option
 
 
 @dataclasses.dataclass(frozen=True)
-class AlphaZeroConfig(OptimizerOptions):
+class AlphaZeroConfig(ReplayOptions, OptimizerOptions):
     """The options of ``alphazero`` (defaults: a small CPU budget; pgx's Connect Four
     baseline searches 32 simulations with 128 channels and 6 blocks).
 
@@ -78,9 +79,8 @@ class AlphaZeroConfig(OptimizerOptions):
     value_hidden: int = option(64, ge=1)
     lr: float = option(1e-3, gt=0)
     value_coef: float = option(1.0, ge=0)
-    buffer_size: int = option(50_000, ge=1)
-    batch_size: int = option(128, ge=1)
-    learning_starts: int = option(1_000, ge=0)
+    buffer_size: int = 50_000
+    learning_starts: int = 1_000
     updates_per_rollout: int = option(1, ge=1)
 
 
