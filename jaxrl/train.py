@@ -30,12 +30,15 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jaxrl import trust
 from jaxrl.experiment.guards import NONFINITE_EXIT, Interrupted, NonFinite
 from jaxrl.types import ConfigError
 from jaxrl.validation import ArgumentParser
+
+if TYPE_CHECKING:
+    from jaxrl.experiment.run import Launch
 
 # What ``--resume`` takes besides the run directory; any other flag is an error.
 RESUME_MAY_CHANGE = (
@@ -335,6 +338,53 @@ def main(argv: Sequence[str] | None = None) -> int:
     return trust.run_main(_main, argv)
 
 
+def _resume(args: argparse.Namespace, overrides: dict[str, Any]) -> None:
+    """``--resume RUN``: the run continued with its saved config (only the flags that
+    say how far and how it is kept may be given)."""
+    from jaxrl.experiment.run import resume_experiment
+
+    given = args.fixed_by_resume
+    if given or overrides:
+        what = given[0] if given else f"--{next(iter(overrides))}"
+        raise ConfigError(
+            f"--resume continues a run with its saved config; {what} cannot be "
+            "changed (only --steps, --step, --checkpoint-every, --keep, --watchdog and "
+            "--devices)"
+        )
+    resume_experiment(
+        args.resume,
+        steps=args.steps,
+        checkpoint_every=args.checkpoint_every,
+        keep=args.keep,
+        step=args.step,
+        watchdog=args.watchdog,
+        devices=None if args.devices is None else _devices(args.devices),
+    )
+
+
+def _launch(args: argparse.Namespace) -> Launch:
+    """The ``Launch`` (how a new run is carried out) of the command line's flags."""
+    from jaxrl.experiment.run import Launch
+    from jaxrl.experiment.sweep import parse_sweep
+
+    return Launch(
+        seeds=1 if args.seeds is None else args.seeds,
+        sweep=parse_sweep(args.sweep),
+        checkpoint_every=args.checkpoint_every or 0,
+        keep=3 if args.keep is None else args.keep,
+        loggers=["tensorboard"] if args.log is None else _loggers(args.log),
+        devices=_devices(args.devices),
+        watchdog=3600.0 if args.watchdog is None else args.watchdog,
+        actor_threads=args.actor_threads or 0,
+        queue_size=2 if args.queue_size is None else args.queue_size,
+        sync_actors=bool(args.sync_actors),
+        callbacks=args.callback,
+        init_from=args.init_from,
+        init_parts=[] if args.init_parts is None else _names(args.init_parts),
+        imports=list(args.imports),
+    )
+
+
 def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
     try:
         args, overrides = parse_args(argv)
@@ -345,47 +395,15 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
 
         import_modules(args.imports)
         from jaxrl.experiment.config import resolve
-        from jaxrl.experiment.run import Launch, resume_experiment, run_experiment
-        from jaxrl.experiment.sweep import parse_sweep
+        from jaxrl.experiment.run import run_experiment
 
         if args.resume is not None:
-            given = args.fixed_by_resume
-            if given or overrides:
-                what = given[0] if given else f"--{next(iter(overrides))}"
-                raise ConfigError(
-                    f"--resume continues a run with its saved config; {what} cannot be "
-                    "changed (only --steps, --step, --checkpoint-every, --keep, --watchdog and "
-                    "--devices)"
-                )
-            resume_experiment(
-                args.resume,
-                steps=args.steps,
-                checkpoint_every=args.checkpoint_every,
-                keep=args.keep,
-                step=args.step,
-                watchdog=args.watchdog,
-                devices=None if args.devices is None else _devices(args.devices),
-            )
+            _resume(args, overrides)
             return 0
         if args.step is not None:
             raise ConfigError("--step selects the checkpoint a --resume continues from")
         notes = _rlhive_choices(args)
-        launch = Launch(
-            seeds=1 if args.seeds is None else args.seeds,
-            sweep=parse_sweep(args.sweep),
-            checkpoint_every=args.checkpoint_every or 0,
-            keep=3 if args.keep is None else args.keep,
-            loggers=["tensorboard"] if args.log is None else _loggers(args.log),
-            devices=_devices(args.devices),
-            watchdog=3600.0 if args.watchdog is None else args.watchdog,
-            actor_threads=args.actor_threads or 0,
-            queue_size=2 if args.queue_size is None else args.queue_size,
-            sync_actors=bool(args.sync_actors),
-            callbacks=args.callback,
-            init_from=args.init_from,
-            init_parts=[] if args.init_parts is None else _names(args.init_parts),
-            imports=list(args.imports),
-        )
+        launch = _launch(args)
 
         agent_list = None if args.agents is None else _names(args.agents)
         if agent_list is not None:
