@@ -204,7 +204,9 @@ class _Driver:
             lambda: self.position.steps,
             restored.step if restored is not None else None,
         )
-        builtins = (self.log, self.checkpointer, recorders.Progress(self.bar))
+        videos = (_videos(setup, writer, run_dir, lambda: self.position.steps),)
+        videos = videos if setup.run_config.video_every and is_primary() else ()
+        builtins = (self.log, *videos, self.checkpointer, recorders.Progress(self.bar))
         self.callbacks = callbacks.Callbacks(setup.launch.callbacks, builtins)
 
     def event(self, state: Any, rows: list[dict[str, Any]]) -> callbacks.Event:
@@ -309,6 +311,22 @@ def _histograms(setup: Setup) -> Any:
         return out
 
     return collect
+
+
+def _videos(setup: Setup, writer: MetricsWriter, run_dir: Path, steps: Any) -> Any:
+    """The ``recorders.VideoLog`` of ``run.video_every``: member 0's greedy episodes."""
+    from jaxrl.experiment import video
+    from jaxrl.types import take_member
+
+    batched = setup.launch.batched
+    return recorders.VideoLog(
+        writer,
+        run_dir,
+        setup.run_config.video_every,
+        lambda: video.make_episode(setup.agent, setup.config),
+        lambda agent_state: take_member(agent_state, 0) if batched else agent_state,
+        steps,
+    )
 
 
 def rounds(eval_episodes: int) -> int:

@@ -141,7 +141,8 @@ def _host_episode(agent: Any, env: Any, act: Any) -> Episode:
     from jaxrl.envs.render import padded
     from jaxrl.runners.host import _seed
 
-    os.environ.setdefault("SDL_AUDIODRIVER", "dummy")  # pygame's classic control: no sound
+    for driver in ("SDL_AUDIODRIVER", "SDL_VIDEODRIVER"):  # pygame draws off screen, silent
+        os.environ.setdefault(driver, "dummy")
     copy = env.spawn(1, render=True)
     env.close()
 
