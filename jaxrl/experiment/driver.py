@@ -204,8 +204,12 @@ class _Driver:
             lambda: self.position.steps,
             restored.step if restored is not None else None,
         )
-        videos = (_videos(setup, writer, run_dir, lambda: self.position.steps),)
-        videos = videos if setup.run_config.video_every and is_primary() else ()
+        films = setup.run_config.video_every > 0 and is_primary()
+        videos = (
+            [recorders.video_log(setup, writer, run_dir, lambda: self.position.steps)]
+            if films
+            else []
+        )
         builtins = (self.log, *videos, self.checkpointer, recorders.Progress(self.bar))
         self.callbacks = callbacks.Callbacks(setup.launch.callbacks, builtins)
 
@@ -311,22 +315,6 @@ def _histograms(setup: Setup) -> Any:
         return out
 
     return collect
-
-
-def _videos(setup: Setup, writer: MetricsWriter, run_dir: Path, steps: Any) -> Any:
-    """The ``recorders.VideoLog`` of ``run.video_every``: member 0's greedy episodes."""
-    from jaxrl.experiment import video
-    from jaxrl.types import take_member
-
-    batched = setup.launch.batched
-    return recorders.VideoLog(
-        writer,
-        run_dir,
-        setup.run_config.video_every,
-        lambda: video.make_episode(setup.agent, setup.config),
-        lambda agent_state: take_member(agent_state, 0) if batched else agent_state,
-        steps,
-    )
 
 
 def rounds(eval_episodes: int) -> int:

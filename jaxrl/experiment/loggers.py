@@ -147,7 +147,9 @@ class TensorBoard:
         import imageio.v3 as iio
         from tensorboardX.proto.summary_pb2 import Summary
 
-        gif = iio.imwrite("<bytes>", np.stack(frames), extension=".gif", duration=1000 / fps, loop=0)
+        gif = iio.imwrite(
+            "<bytes>", np.stack(frames), extension=".gif", duration=1000 / fps, loop=0
+        )
         height, width, channels = frames[0].shape
         image = Summary.Image(
             height=height, width=width, colorspace=channels, encoded_image_string=gif

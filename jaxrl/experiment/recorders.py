@@ -118,6 +118,24 @@ class VideoLog:
         self.writer.video(path, frames, fps, step)
 
 
+def video_log(
+    setup: Any, writer: MetricsWriter, run_dir: Path, steps: Callable[[], int]
+) -> VideoLog:
+    """The ``VideoLog`` of ``setup``'s ``run.video_every``: member 0's greedy episodes."""
+    from jaxrl.experiment import video
+    from jaxrl.types import take_member
+
+    batched = setup.launch.batched
+    return VideoLog(
+        writer,
+        run_dir,
+        setup.run_config.video_every,
+        lambda: video.make_episode(setup.agent, setup.config),
+        lambda agent_state: take_member(agent_state, 0) if batched else agent_state,
+        steps,
+    )
+
+
 class Checkpointer:
     """Periodic and final checkpoints of the runner state.
 
