@@ -23,7 +23,8 @@ from tests.helpers import one_line_error, run_dirs, tensorboard_values, tiny_run
 
 imageio = pytest.importorskip("imageio.v2")
 
-TINY = tiny_run("--num-envs 2 --steps 512 --run.rollout_len 8 --run.log_every 128")
+# test_train.py's run (its compiled programs are in the tests' XLA cache when it ran first).
+TINY = tiny_run("--agent.updates_per_rollout 2 --run.eval_every 512", drop=["--run.rollout_len"])
 
 
 class Core(NamedTuple):  # the part of MJX's Data that a MuJoCo frame reads
@@ -47,29 +48,30 @@ def rows(run_dir):
 
 @pytest.fixture(scope="module")
 def video_run(tmp_path_factory):
-    """A run with a video every 256 steps logged to TensorBoard and offline W&B, and the
-    same run without videos."""
+    """A run of 1024 steps with a video every 512 logged to TensorBoard and offline W&B,
+    and the same run without videos."""
     pytest.importorskip("wandb")
     logdir = tmp_path_factory.mktemp("videos")
     with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()):
         patch.setenv("WANDB_MODE", "offline")
         patch.setenv("WANDB_SILENT", "true")
-        argv = [*TINY, "--run.video_every", "256", "--log", "tensorboard,wandb"]
-        assert train([*argv, "--logdir", str(logdir / "with")]) == 0
-        assert train([*TINY, "--log", "", "--logdir", str(logdir / "without")]) == 0
+        argv = [*TINY, "--steps", "1024", "--logdir"]
+        videos = ["--run.video_every", "512", "--log", "tensorboard,wandb"]
+        assert train([*argv, str(logdir / "with"), *videos]) == 0
+        assert train([*argv, str(logdir / "without"), "--log", ""]) == 0
     return run_dirs(logdir / "with")[0], run_dirs(logdir / "without")[0]
 
 
 def test_training_videos_are_files_tensorboard_videos_and_wandb_videos(video_run):
     run_dir, _ = video_run
     files = sorted((run_dir / "videos").iterdir())
-    assert [f.name for f in files] == ["step_000000256.mp4", "step_000000512.mp4"]
+    assert [f.name for f in files] == ["step_000000512.mp4", "step_000001024.mp4"]
     videos = {int(f.stem.split("_")[1]): decoded(f) for f in files}
     for frames in videos.values():
         playable(frames, (HEIGHT, WIDTH))
     # TensorBoard: an image summary per video holding an animated GIF of the same frames.
     logged = [(s, v) for s, v in tensorboard_values(run_dir) if v.tag == "eval/video"]
-    assert [s for s, _ in logged] == [256, 512]
+    assert [s for s, _ in logged] == [512, 1024]
     for step, value in logged:
         assert (value.image.height, value.image.width) == (HEIGHT, WIDTH)
         gif = np.asarray(imageio.mimread(value.image.encoded_image_string, format="GIF"))
@@ -79,7 +81,7 @@ def test_training_videos_are_files_tensorboard_videos_and_wandb_videos(video_run
     (log_file,) = (run_dir / "wandb").glob("offline-run-*/run-*.wandb")
     history = [items(r.history.item) for r in wandb_records(log_file) if r.history.item]
     logged = [(h["_step"], h) for h in history if "eval/video/path" in h]
-    assert [s for s, _ in logged] == [256, 512]
+    assert [s for s, _ in logged] == [512, 1024]
     for step, entry in logged:
         assert entry["eval/video/_type"] == "video-file"
         frames = decoded(log_file.parent / "files" / entry["eval/video/path"])
