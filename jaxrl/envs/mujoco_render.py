@@ -21,6 +21,7 @@ import ctypes.util
 import functools
 import os
 import sys
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -53,7 +54,9 @@ def check() -> None:
     except ImportError:
         raise ConfigError("MuJoCo rendering needs mujoco: pip install 'jaxrl[mujoco]'") from None
     try:
-        mujoco.Renderer(mujoco.MjModel.from_xml_string("<mujoco/>"), 16, 16).close()
+        with warnings.catch_warnings():  # GLFW warns before it fails without a display
+            warnings.simplefilter("ignore")
+            mujoco.Renderer(mujoco.MjModel.from_xml_string("<mujoco/>"), 16, 16).close()
     except Exception as e:  # noqa: BLE001 (GLFW, EGL and OSMesa fail each in their own way)
         gl = os.environ.get("MUJOCO_GL", "glfw")
         raise ConfigError(

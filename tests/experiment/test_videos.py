@@ -168,3 +168,29 @@ def test_video_every_that_cannot_record_is_one_line_and_writes_nothing(
     assert train([*argv, "--run.video_every", "256", "--logdir", str(tmp_path)]) == 2
     one_line_error(capsys, fragment)
     assert not any(tmp_path.iterdir())
+
+
+def test_mujoco_without_opengl_is_one_line_before_anything_is_restored(
+    tmp_path, capsys, monkeypatch
+):
+    """Where MuJoCo cannot make an OpenGL context (no EGL, OSMesa or display), ``--video``
+    of a MuJoCo run says so, and how to get one, from the run's config alone."""
+    import mujoco
+
+    from jaxrl.envs import mujoco_render
+    from jaxrl.evaluate import main as evaluate
+
+    def no_context(*args, **kwargs):
+        raise mujoco.FatalError("an OpenGL platform library has not been loaded")
+
+    monkeypatch.setattr(mujoco, "Renderer", no_context)
+    mujoco_render.check.cache_clear()
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.yaml").write_text("agent: {name: sac}\nenv: {name: HalfCheetah}\n")
+    try:
+        assert evaluate([str(run), "--video", str(tmp_path / "v.mp4")]) == 2
+    finally:
+        mujoco_render.check.cache_clear()  # the real renderer's answer for later tests
+    one_line_error(capsys, "--video: MuJoCo cannot render here", "MUJOCO_GL=egl")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["config.yaml", "run"]
