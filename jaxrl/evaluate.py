@@ -9,8 +9,9 @@ Examples::
 Restores the newest checkpoint (or ``--step``), runs ``--episodes`` episodes in parallel
 with ``agent.act(..., explore=False)`` (the agent's ``eval_epsilon``, or ``--epsilon``),
 and prints the mean, standard deviation, minimum and maximum return (one line per member
-for seed and sweep runs). ``--video FILE`` records one episode with imageio
-(``pip install jaxrl[video]``) for environments that render (``jaxrl.envs.render``).
+for seed and sweep runs). ``--video FILE`` records one greedy episode with imageio
+(``pip install jaxrl[video]``) for environments that render (``jaxrl.experiment.video``:
+classic control, MinAtar, Atari, the board games, MuJoCo, ``gym:`` envs).
 A user's mistake (a missing run or checkpoint, a corrupt checkpoint, one holding
 non-finite parameters) prints one line and exits with code 2; an unreadable newest
 checkpoint is skipped for the newest readable one, and said.
@@ -21,9 +22,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-import warnings
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from jaxrl import trust
 from jaxrl.types import ConfigError, member_axes, take_member
@@ -85,28 +85,12 @@ def evaluate_returns(agent, agent_state, env, key, batched: bool):
     return jax.device_get(jax.jit(evaluate)(agent_state, key))
 
 
-def _core(env_state: Any) -> Any:
-    """The cores' states of a vector env's state (inside a pixel wrapper's, envs/pixels.py)."""
-    return getattr(env_state, "inner", env_state).core
-
-
 def check_video(config: Experiment, agents: int) -> None:
     """ConfigError (one line) unless one episode of ``config``'s env can be recorded: an
-    env that renders, imageio installed and a run of one agent."""
-    from jaxrl.envs.render import OBSERVED_FAMILIES, renderable, renders
+    env that renders, imageio installed and a run of one agent (``experiment.video``)."""
+    from jaxrl.experiment import video
 
-    name = config.env.name
-    if agents > 1:
-        raise ConfigError("--video records a run of one agent; this run has independent agents")
-    if name not in renderable() and not renders(name, tuple(config.env.make(1).spec.obs_shape)):
-        raise ConfigError(
-            f"--video: env '{name}' does not render; environments that do: "
-            f"{', '.join(renderable())} and the {', '.join(OBSERVED_FAMILIES)} families"
-        )
-    try:
-        import imageio.v2  # noqa: F401
-    except ImportError:
-        raise ConfigError("--video needs imageio: pip install 'jaxrl[video]'") from None
+    video.check(config, agents, "--video")
 
 
 def check_video_early(run_dir: str, path: str) -> None:
@@ -129,41 +113,11 @@ def check_video_early(run_dir: str, path: str) -> None:
 def record(agent, agent_state, config: Experiment, key, path: str) -> int:
     """Writes one greedy episode of the first member to ``path``; returns its frames
     (``check_video`` has accepted ``config`` before the evaluation)."""
-    import imageio.v2 as imageio  # check_video, run before the evaluation, found it
-    import jax
-    import numpy as np
+    from jaxrl.experiment import video
 
-    from jaxrl.envs.render import RENDERERS, observation_frame, render
-    from jaxrl.types import main_obs
-
-    name = config.env.name
-    env = config.env.make(1)
-
-    def frame(env_state: Any, obs: Any) -> np.ndarray:  # the state's picture, or the obs'
-        if name in RENDERERS:
-            return render(name, np.asarray(_core(env_state))[0])
-        return observation_frame(np.asarray(main_obs(obs))[0])
-
-    reset, step = jax.jit(env.reset), jax.jit(env.step)
-    act = jax.jit(lambda s, obs, c, k: agent.act(s, obs, c, k, False)[:2])
-    key, reset_key = jax.random.split(key)
-    env_state, ts = reset(reset_key)
-    carry = agent.init_carry(1)
-    frames = [frame(env_state, ts.obs)]
-    for _ in range(env.spec.max_episode_steps):
-        key, act_key, step_key = jax.random.split(key, 3)
-        action, carry = act(agent_state, ts.obs, carry, act_key)
-        env_state, ts = step(env_state, action, step_key)
-        if bool(ts.terminated[0] | ts.truncated[0]):
-            break  # the env has already reset: the episode's frames are complete
-        frames.append(frame(env_state, ts.obs))
-    fps = 50 if name == "CartPole-v1" else 30
-    try:
-        with warnings.catch_warnings():  # imageio-ffmpeg forks ffmpeg; JAX warns about fork
-            warnings.simplefilter("ignore", RuntimeWarning)
-            imageio.mimwrite(path, cast(Any, frames), fps=fps)
-    except (ValueError, RuntimeError, OSError) as e:
-        raise ConfigError(f"--video: cannot write '{path}': {e}".splitlines()[0]) from None
+    episode, fps = video.make_episode(agent, config)
+    frames = episode(agent_state, key)
+    video.write(path, frames, fps, "--video")
     return len(frames)
 
 

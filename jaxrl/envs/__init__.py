@@ -28,6 +28,7 @@ from jaxrl import trust
 from jaxrl.envs import boundary, classic, gymnasium
 from jaxrl.envs.checker import check
 from jaxrl.envs.core import VectorEnvState, make_vector_env
+from jaxrl.envs.mujoco_render import headless_gl
 from jaxrl.types import ConfigError, Env
 from jaxrl.validation import check_int, check_names
 
@@ -43,6 +44,8 @@ __all__ = [
 ]
 
 Factory = Callable[..., Env]
+
+headless_gl()  # MuJoCo's OpenGL platform, before anything imports mujoco (envs.mujoco_render)
 
 _FACTORIES: dict[str, Factory | str] = {}  # canonical name -> factory or "module:attr"
 _DESCRIPTIONS: dict[str, str] = {}

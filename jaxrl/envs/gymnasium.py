@@ -40,6 +40,7 @@ become float32. Action spaces: ``Discrete`` (``start`` 0) and ``Box``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 from typing import Any
 
@@ -138,9 +139,11 @@ class HostEnv:
     """A Gymnasium vector env with jaxrl's ``TimeStep`` (NumPy arrays); see module docstring.
 
     ``reset(seed) -> TimeStep`` seeds copy ``i`` with ``seed + i``; ``step(action [N, ...])
-    -> TimeStep``; ``spawn(num_envs)`` a fresh independent copy (for evaluation);
-    ``close()``. ``spec`` is a jaxrl ``EnvSpec`` built from the spaces; ``make_single()``
-    builds one Gymnasium env as each copy is built, wrappers included (None where unknown).
+    -> TimeStep``; ``spawn(num_envs, render)`` a fresh independent copy (for evaluation;
+    ``render``: its copies made with ``render_mode="rgb_array"``, which ``renders`` says
+    the env has; ``frames()`` their pictures); ``close()``. ``spec`` is a jaxrl ``EnvSpec``
+    built from the spaces; ``make_single()`` builds one Gymnasium env as each copy is
+    built, wrappers included (None where unknown).
     """
 
     # What the execution modes read of an env (``jaxrl.types.Env``): stepped from Python,
@@ -149,11 +152,19 @@ class HostEnv:
     state_is_portable = False
     vmappable = False
 
-    def __init__(self, vector_env: Any, spec: EnvSpec, build: Any = None, make_single: Any = None):
+    def __init__(
+        self,
+        vector_env: Any,
+        spec: EnvSpec,
+        build: Any = None,
+        make_single: Any = None,
+        renders: bool = False,
+    ):
         self.vector_env = vector_env
         self.spec = spec
         self._build = build
         self.make_single = make_single
+        self.renders = renders
         n = spec.num_envs
         self._return = np.zeros(n, np.float64)
         self._length = np.zeros(n, np.int32)
@@ -198,11 +209,16 @@ class HostEnv:
         info = {"final_obs": final_obs, "episode_return": ep_return, "episode_length": ep_length}
         return TimeStep(obs, reward, terminated, truncated, info)
 
-    def spawn(self, num_envs: int) -> HostEnv:
-        """A new, independent ``HostEnv`` of ``num_envs`` copies of the same environment."""
+    def spawn(self, num_envs: int, render: bool = False) -> HostEnv:
+        """A new, independent ``HostEnv`` of ``num_envs`` copies of the same environment;
+        ``render``: each copy made with ``render_mode="rgb_array"`` (``frames``)."""
         if self._build is None:
             raise TypeError("this HostEnv was not made by make_host_env and cannot spawn")
-        return self._build(check_int("num_envs", num_envs))
+        return self._build(check_int("num_envs", num_envs), render)
+
+    def frames(self) -> list[np.ndarray]:
+        """Each copy's ``render()`` (``uint8 [H, W, 3]``) of a ``spawn(n, render=True)``."""
+        return [np.asarray(frame) for frame in self.vector_env.call("render")]
 
     def close(self) -> None:
         self.vector_env.close()
@@ -250,8 +266,9 @@ def make_host_env(
     if max_episode_steps is not None:
         gym_kwargs["max_episode_steps"] = check_int("max_episode_steps", max_episode_steps)
 
-    def make_one():
-        env = gym.make(env_id, **gym_kwargs)
+    def make_one(render: bool = False):
+        kwargs = dict(gym_kwargs, render_mode="rgb_array") if render else gym_kwargs
+        env = gym.make(env_id, **kwargs)
         if isinstance(env.observation_space, gym.spaces.Dict | gym.spaces.Tuple):
             env = flatten_wrapper(env)
         if permute_image:
@@ -270,6 +287,7 @@ def make_host_env(
     limit = probe.spec.max_episode_steps if probe.spec is not None else None
     if limit is None:  # an env that truncates by itself, such as MiniGrid's max_steps
         limit = getattr(probe.unwrapped, "max_steps", None)
+    renders = "rgb_array" in (probe.metadata.get("render_modes") or ())
     probe.close()
     if limit is None:
         raise ConfigError(f"gym:{env_id} has no time limit; set --env.max_episode_steps")
@@ -286,9 +304,10 @@ def make_host_env(
     )
     vector_cls = gym.vector.SyncVectorEnv if vectorization == "sync" else gym.vector.AsyncVectorEnv
 
-    def build(n: int) -> HostEnv:
+    def build(n: int, render: bool = False) -> HostEnv:
         mode = gym.vector.AutoresetMode.SAME_STEP
-        vector_env = vector_cls([make_one] * n, autoreset_mode=mode)
-        return HostEnv(vector_env, dataclasses.replace(spec, num_envs=n), build, make_one)
+        one = functools.partial(make_one, render)
+        vector_env = vector_cls([one] * n, autoreset_mode=mode)
+        return HostEnv(vector_env, dataclasses.replace(spec, num_envs=n), build, make_one, renders)
 
     return build(num_envs)

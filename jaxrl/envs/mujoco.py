@@ -52,6 +52,11 @@ _TASKS = {
 }
 
 
+def brax_name(task: str) -> str:
+    """Brax's name of ``task`` (a key of ``_TASKS``: ``"HalfCheetah"`` -> ``"halfcheetah"``)."""
+    return _TASKS[task][0]
+
+
 def make_brax_env(
     task: str,
     num_envs: int = 1,

@@ -148,5 +148,11 @@ def observation_frame(obs: np.ndarray) -> np.ndarray:
         for plane in range(obs.shape[-1]):
             grid[obs[..., plane] > 0] = PALETTE[plane % len(PALETTE)]
         frame = grid.repeat(CELL, 0).repeat(CELL, 1)
+    return padded(frame)
+
+
+def padded(frame: np.ndarray) -> np.ndarray:
+    """``frame`` ``[H, W, 3]`` padded with black to multiples of 16 rows and columns (the
+    macroblocks of video codecs)."""
     pad = [(0, -n % 16) for n in frame.shape[:2]] + [(0, 0)]
     return np.pad(frame, pad)

@@ -202,7 +202,13 @@ class _Driver:
             lambda: self.position.steps,
             restored.step if restored is not None else None,
         )
-        builtins = (self.log, self.checkpointer, recorders.Progress(self.bar))
+        films = setup.run_config.video_every > 0 and is_primary()
+        videos = (
+            [recorders.video_log(setup, writer, run_dir, lambda: self.position.steps)]
+            if films
+            else []
+        )
+        builtins = (self.log, *videos, self.checkpointer, recorders.Progress(self.bar))
         self.callbacks = callbacks.Callbacks(setup.launch.callbacks, builtins)
 
     def event(self, state: Any, rows: list[dict[str, Any]]) -> callbacks.Event:

@@ -14,6 +14,9 @@
   as a run of its own: TensorBoard event files in ``RUN/MEMBER/`` (``member_name``:
   ``seed1``, ``seed1_lr=0.001``) and one W&B run per member, all grouped under the run
   directory's name (W&B's ``group``). A single run logs into ``RUN`` itself.
+* **Videos** (``--run.video_every``): one greedy episode of member 0 under ``eval/video``:
+  TensorBoard's video (an animated GIF, as ``add_video`` writes it) and a ``wandb.Video``
+  of the MP4 file written in ``RUN/videos``.
 * **The end**: each member's final evaluation (``eval/final_return``, a scalar at the last
   step and in W&B's run summary) and the numbers of ``summary.yaml`` as ``summary/...``
   (TensorBoard: in ``RUN``'s own event file; W&B: in every member's run summary).
@@ -36,6 +39,7 @@ TRAIN_KEYS = ("episode_return", "episode_length", "episodes")
 PERF_KEYS = ("time", "sps")
 #: the scalars the TensorBoard hparams session compares runs by
 HPARAM_METRICS = ("eval/final_return", "eval/return", "train/episode_return")
+VIDEO_TAG = "eval/video"  # the periodic videos of ``--run.video_every``
 
 
 def tag(key: str) -> str:
@@ -137,6 +141,22 @@ class TensorBoard:
         for key, value in values.items():
             self.writer.add_histogram(key, value, step)
 
+    def video(self, key: str, frames: Sequence[np.ndarray], fps: int, step: int) -> None:
+        """``frames`` (``uint8 [H, W, 3]``) as TensorBoard's video: an animated GIF in an
+        image summary, as ``add_video`` writes it (encoded with imageio, not moviepy)."""
+        import imageio.v3 as iio
+        from tensorboardX.proto.summary_pb2 import Summary
+
+        gif = iio.imwrite(
+            "<bytes>", np.stack(frames), extension=".gif", duration=1000 / fps, loop=0
+        )
+        height, width, channels = frames[0].shape
+        image = Summary.Image(
+            height=height, width=width, colorspace=channels, encoded_image_string=gif
+        )
+        summary = Summary(value=[Summary.Value(tag=key, image=image)])
+        self.writer.file_writer.add_summary(summary, step)
+
     def close(self) -> None:
         self.writer.close()
 
@@ -167,6 +187,12 @@ class Wandb:
 
     def summary(self, values: Mapping[str, float]) -> None:
         self.run.summary.update(dict(values))
+
+    def video(self, key: str, path: Path, step: int) -> None:
+        """The video file at ``path`` as a W&B video (``wandb.Video``) under ``key``."""
+        import wandb
+
+        self.run.log({key: wandb.Video(str(path), format=path.suffix[1:])}, step=step)
 
     def close(self) -> None:
         self.run.finish()
@@ -238,6 +264,14 @@ class Loggers:
     @property
     def takes_histograms(self) -> bool:
         return bool(self.tensorboard)
+
+    def video(self, path: Path, frames: Sequence[np.ndarray], fps: int, step: int) -> None:
+        """A video of member 0 at ``step`` (``eval/video``): ``frames`` to TensorBoard,
+        the file at ``path`` (the same frames) to W&B."""
+        if self.tensorboard:
+            self.tensorboard[0].video(VIDEO_TAG, frames, fps, step)
+        if self.wandb:
+            self.wandb[0].video(VIDEO_TAG, path, step)
 
     def finish(self, step: int, finals: Sequence[float], summary: Mapping[str, Any]) -> None:
         """The end of a completed run: each member's final evaluation return ``finals``

@@ -152,6 +152,10 @@ class MetricsWriter:
         """Whether any logger writes histograms."""
         return self.loggers.takes_histograms
 
+    def video(self, path: Path, frames: Sequence[np.ndarray], fps: int, step: int) -> None:
+        """A video written at ``path`` (its ``frames``) to the loggers, as ``eval/video``."""
+        self.loggers.video(path, frames, fps, step)
+
     def finish(self, step: int, finals: Sequence[float], summary: Mapping[str, Any]) -> None:
         """The loggers get each member's final evaluation return and the summary
         (``summary.yaml``'s dict); the files are complete already."""

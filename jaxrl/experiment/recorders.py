@@ -5,6 +5,9 @@ protocol (``experiment.callbacks``) and run by the driver in one list with a use
   loggers of ``--log`` (``logging.MetricsWriter``: TensorBoard, W&B), then, when the chunk
   evaluated, the evaluation histograms (TensorBoard only; ``experiment.histograms``);
   counts the rows written (``Position.rows``, which a checkpoint records).
+* ``VideoLog`` (``--run.video_every``): one greedy episode of member 0 at the first chunk
+  end past every ``video_every`` env steps, written to ``RUN/videos/step_STEP.mp4`` and
+  sent to the loggers (``eval/video``); its key is the chunk's number, not the run's keys.
 * ``Checkpointer``: a checkpoint at the first chunk end past every ``checkpoint_every``
   env steps (none periodic for 0) and one at the end of the run unless that step is saved
   already; sets ``event.checkpoint_step`` to each step it saves.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -65,6 +69,71 @@ class MetricsLog:
             key = jax.random.PRNGKey(event.chunk)  # eval/q_values or eval/action_probs, ...
             values = self.histograms(event.state.agent_state, key)
             self.writer.histograms({f"eval/{k}": v for k, v in values.items()}, event.step)
+
+
+class VideoLog:
+    """``on_chunk`` records a video at the first chunk end past every ``every`` env steps.
+
+    Args:
+      writer: the run's ``MetricsWriter`` (its loggers get each video).
+      run_dir: the run directory (videos go to ``run_dir/videos``).
+      every: ``run.video_every``, env steps between videos (> 0).
+      make: ``() -> (episode(agent_state, key) -> frames, fps)`` (``video.make_episode``),
+        called at the first video (it compiles the episode's programs).
+      policy: ``agent_state -> agent state of the policy filmed`` (member 0's).
+      steps: ``() -> int``, env steps done (the driver's position).
+    """
+
+    def __init__(
+        self,
+        writer: MetricsWriter,
+        run_dir: Path,
+        every: int,
+        make: Callable[[], tuple[Callable[..., list[Any]], int]],
+        policy: Callable[[Any], Any],
+        steps: Callable[[], int],
+    ):
+        self.writer, self.run_dir, self.every = writer, run_dir, every
+        self.make, self.policy, self.steps = make, policy, steps
+        self.episode: tuple[Callable[..., list[Any]], int] | None = None
+        self.prev = steps()
+
+    def on_start(self, event: Any) -> None:
+        self.prev = self.steps()
+
+    def on_chunk(self, event: Any) -> None:
+        step, prev = self.steps(), self.prev
+        self.prev = step
+        if step // self.every <= prev // self.every:
+            return
+        from jaxrl.experiment import video
+
+        if self.episode is None:
+            self.episode = self.make()
+        episode, fps = self.episode
+        frames = episode(self.policy(event.state.agent_state), jax.random.PRNGKey(event.chunk))
+        path = self.run_dir / "videos" / f"step_{step:09d}.mp4"
+        path.parent.mkdir(exist_ok=True)
+        video.write(path, frames, fps, "--run.video_every")
+        self.writer.video(path, frames, fps, step)
+
+
+def video_log(
+    setup: Any, writer: MetricsWriter, run_dir: Path, steps: Callable[[], int]
+) -> VideoLog:
+    """The ``VideoLog`` of ``setup``'s ``run.video_every``: member 0's greedy episodes."""
+    from jaxrl.experiment import video
+    from jaxrl.types import take_member
+
+    batched = setup.launch.batched
+    return VideoLog(
+        writer,
+        run_dir,
+        setup.run_config.video_every,
+        lambda: video.make_episode(setup.agent, setup.config),
+        lambda agent_state: take_member(agent_state, 0) if batched else agent_state,
+        steps,
+    )
 
 
 class Checkpointer:

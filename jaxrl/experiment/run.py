@@ -109,6 +109,7 @@ def run_experiment(
     check_logdir(logdir)
     callbacks.check(launch.callbacks, resolve_them=True)
     setup = build_setup(config, launch, self_play)
+    check_video(setup)
     source, warm = _warm_start(setup)
     launch = setup.launch
     console = console or Console()
@@ -122,6 +123,15 @@ def run_experiment(
             if source is not None:
                 _record_start(setup, run_dir, source, prepared.state.agent_state)
             return drive(setup, run_dir, console, None, prepared, signals)
+
+
+def check_video(setup: Setup) -> None:
+    """ConfigError (one line) where ``run.video_every`` asks for videos that cannot be
+    made: an env that does not render, independent agents, no imageio (``video.check``)."""
+    if setup.config.run.video_every:
+        from jaxrl.experiment import video
+
+        video.check(setup.config, max(1, len(setup.players)), "--run.video_every")
 
 
 def _quiet_elsewhere(console: Console) -> Console:
@@ -252,6 +262,7 @@ def resume_experiment(
             return None
         _check_metrics(run_dir, int(restored.meta.get("rows", 0)))
         callbacks.check(setup.launch.callbacks, resolve_them=True)
+        check_video(setup)
         with guards.StopSignals() as signals:
             with report.compiling(_quiet_elsewhere(console), "the training program"):
                 prepared = prepare(setup, restored)

@@ -30,6 +30,9 @@ class RunConfig(Options):
       log_every: env steps per chunk: one row of logged metrics each.
       eval_every: env steps between greedy evaluations (rounded to whole chunks); 0 = never.
       eval_episodes: episodes per evaluation (the CLI's evaluation env has this many envs).
+      video_every: env steps between videos of one greedy episode, in RUN/videos; 0 = never.
+        Each is recorded at the first chunk end past a multiple (``experiment.video``) and
+        sent to TensorBoard and W&B; the training program and its keys are untouched.
       stop_return: the host driver stops after an evaluation reaching this return.
       seed: the PRNG seed of the run.
       opponent_pool: self-play only: past snapshots of the agent kept to play one seat in
@@ -46,6 +49,7 @@ class RunConfig(Options):
     log_every: int = option(5_000, ge=1)
     eval_every: int = option(10_000, ge=0)
     eval_episodes: int = option(10, ge=1)
+    video_every: int = option(0, ge=0)
     stop_return: float | None = None
     seed: int = option(0, ge=-INT32_MAX - 1, le=INT32_MAX)  # jax.random.PRNGKey's range
     opponent_pool: int = option(0, ge=0)
