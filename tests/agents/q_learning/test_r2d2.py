@@ -1,0 +1,107 @@
+"""R2D2: the n-step double-Q sequence targets and loss against a NumPy loop, the burn-in
+against an unroll without it, and the priorities an update writes back."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrl.agents.q_learning.sequence_loss import (
+    burn_in_unroll,
+    sequence_loss,
+    sequence_targets,
+)
+from jaxrl.networks import MLP, QHead
+from jaxrl.networks.memory import make_cell
+from jaxrl.networks.recurrent import MemoryQNetwork
+
+K, B, A, N_STEP, GAMMA, EPS, ETA = 9, 6, 3, 3, 0.9, 1e-3, 0.9
+
+
+def h(x):
+    return np.sign(x) * (np.sqrt(np.abs(x) + 1) - 1) + EPS * x
+
+
+def h_inv(x):
+    return np.sign(x) * (((np.sqrt(1 + 4 * EPS * (np.abs(x) + 1 + EPS)) - 1) / (2 * EPS)) ** 2 - 1)
+
+
+def reference_target(q_target, q_select, mask, reward, term, trunc, k, b):
+    """The target of step ``k`` of sequence ``b``, walking the steps one by one, or None
+    where the step's next observation is not stored (a truncation)."""
+    if trunc[k, b] and not term[k, b]:
+        return None
+    ret, discount, j = 0.0, 1.0, k
+    while True:
+        ret += discount * reward[j, b]
+        discount *= GAMMA
+        if term[j, b]:
+            return h(ret)  # the episode ended: no bootstrap
+        last = j == K - 1 or j - k == N_STEP - 1
+        if last or (trunc[j + 1, b] and not term[j + 1, b]):
+            row = j + 1  # bootstrap from the next row's observation
+            legal = np.flatnonzero(mask[row, b])
+            best = legal[np.argmax(q_select[row, b, legal])]
+            return h(ret + discount * h_inv(q_target[row, b, best]))
+        j += 1
+
+
+def test_sequence_targets_and_loss_match_a_numpy_loop():
+    rng = np.random.default_rng(0)
+    q_target = rng.normal(size=(K + 1, B, A)) * 3
+    q_select = rng.normal(size=(K + 1, B, A))
+    mask = rng.random((K + 1, B, A)) < 0.7
+    mask[..., 0] |= ~mask.any(-1)
+    reward = rng.normal(size=(K, B)) * 5
+    term = rng.random((K, B)) < 0.15
+    trunc = rng.random((K, B)) < 0.15
+    trunc[3, 0], term[3, 0] = True, False  # a truncation inside a window
+    trunc[5, 1], term[5, 1] = True, True  # both flags: a termination
+    q_taken = rng.normal(size=(K, B))
+    weights = rng.random(B)
+    f32 = lambda x: jnp.asarray(x, jnp.float32)
+    target, learns = sequence_targets(
+        f32(q_target), f32(q_select), jnp.asarray(mask), f32(reward),
+        jnp.asarray(term), jnp.asarray(trunc), GAMMA, N_STEP, EPS,
+    )  # fmt: skip
+    want = [[reference_target(q_target, q_select, mask, reward, term, trunc, k, b)
+             for b in range(B)] for k in range(K)]  # fmt: skip
+    want_learns = np.array([[w is not None for w in row] for row in want])
+    np.testing.assert_array_equal(np.asarray(learns), want_learns)
+    want_target = np.array([[0.0 if w is None else w for w in row] for row in want])
+    got = np.where(want_learns, np.asarray(target), 0.0)
+    np.testing.assert_allclose(got, want_target, rtol=2e-5, atol=2e-5)
+    loss, priorities = sequence_loss(f32(q_taken), target, learns, f32(weights), "mse", ETA)
+    td = q_taken - want_target
+    per_seq, prio = np.zeros(B), np.zeros(B)
+    for b in range(B):
+        d = td[want_learns[:, b], b]
+        per_seq[b] = np.mean(0.5 * d**2)
+        prio[b] = ETA * np.abs(d).max() + (1 - ETA) * np.abs(d).mean()
+    np.testing.assert_allclose(float(loss), np.mean(weights * per_seq), rtol=2e-5)
+    np.testing.assert_allclose(np.asarray(priorities), prio, rtol=2e-5)
+
+
+def test_burn_in_warms_the_carry_without_gradient():
+    T, n, burn_in = 6, 2, 2
+    cell = make_cell("gru", 3)
+    net = MemoryQNetwork(torso=MLP((4,)), cell=cell, head=QHead(2))
+    obs = jax.random.normal(jax.random.key(0), (T, n, 5))
+    starts = jnp.zeros((T, n), bool).at[4, 1].set(True)
+    carry = jax.random.normal(jax.random.key(1), (n, 3))
+    params = net.init(jax.random.key(2), carry, obs[0])
+
+    def unroll(params, carry, obs, starts):
+        return net.apply(params, carry, obs, starts, method=MemoryQNetwork.unroll)
+
+    q = burn_in_unroll(unroll, params, carry, obs, starts, burn_in)
+    full = unroll(params, carry, obs, starts)[1]
+    np.testing.assert_allclose(np.asarray(q), np.asarray(full[burn_in:]), rtol=1e-5)
+    # the gradient is that of the rest of the sequence from a constant warmed-up carry
+    warm = jax.tree.map(lambda c: c[-1], unroll(params, carry, obs[:burn_in], starts[:burn_in])[0])
+    grad = jax.grad(lambda p: burn_in_unroll(unroll, p, carry, obs, starts, burn_in).sum())(params)
+    rest = jax.grad(lambda p: unroll(p, warm, obs[burn_in:], starts[burn_in:])[1].sum())(params)
+    through = jax.grad(lambda p: unroll(p, carry, obs, starts)[1][burn_in:].sum())(params)
+    for g, r, t in zip(jax.tree.leaves(grad), jax.tree.leaves(rest), jax.tree.leaves(through)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-5, atol=1e-6)
+    differs = [not np.allclose(g, t) for g, t in zip(jax.tree.leaves(grad), jax.tree.leaves(through))]
+    assert any(differs)  # back-propagating through the burn-in would change it
