@@ -70,7 +70,7 @@ def sequence_priority(td: ArrayLike, mask: ArrayLike, eta: ArrayLike = R2D2_ETA)
     Returns:
       ``[...]`` float32, non-negative.
     """
-    mask = jnp.asarray(mask).astype(bool)
+    mask, eta = jnp.asarray(mask).astype(bool), jnp.asarray(eta, jnp.float32)
     magnitude = jnp.where(mask, jnp.abs(jnp.asarray(td, jnp.float32)), 0.0)
     count = mask.sum(-1)
     mean = magnitude.sum(-1) / jnp.maximum(count, 1)

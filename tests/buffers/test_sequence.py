@@ -71,25 +71,31 @@ def test_priority_mix_written_back_matches_the_reference(run):
         g = np.arange(k * T, (k + 1) * T)
         x = jnp.asarray(step_value(g[:, None], np.arange(N)[None]), jnp.float32)
         state = add(state, {"x": x, "carry": jnp.zeros((T, N, 3))})
-    s = buffer.sample(state, jax.random.key(0))
+    s = jax.jit(buffer.sample)(state, jax.random.key(0))
     rng = np.random.default_rng(0)
     td = rng.normal(size=(B, LENGTH)).astype(np.float32)
     mask = rng.random((B, LENGTH)) < 0.7
     mask[:, 0] = True
     want = np.array(
-        [0.9 * np.abs(t[m]).max() + 0.1 * np.abs(t[m]).mean() for t, m in zip(td, mask)]
+        [
+            0.9 * np.abs(t[m]).max() + 0.1 * np.abs(t[m]).mean()
+            for t, m in zip(td, mask, strict=True)
+        ]
     )
     priority = sequence_priority(td, mask, 0.9)
     np.testing.assert_allclose(np.asarray(priority), want, rtol=1e-6)
-    new = buffer.update_priorities(state, s.indices, priority, KNOBS)
-    last = {int(i): p for i, p in zip(np.asarray(s.indices), want)}  # last write wins
+    update = jax.jit(lambda s, i, p: buffer.update_priorities(s, i, p, KNOBS))
+    new = update(state, s.indices, priority)
+    last = {int(i): p for i, p in zip(np.asarray(s.indices), want, strict=True)}  # last write wins
     leaves = np.asarray(sum_tree.levels(new.tree)[0])
     for i, p in last.items():
         np.testing.assert_allclose(leaves[i], (p + 1e-3) ** 0.6, rtol=1e-5)
-    np.testing.assert_allclose(float(new.max_priority), max(1.0, max(last.values()) + 1e-3), rtol=1e-6)
+    np.testing.assert_allclose(
+        float(new.max_priority), max(1.0, max(last.values()) + 1e-3), rtol=1e-6
+    )
     # an invalid start (the newest rows) is never written
     newest = (4 * T - 1) % L // PERIOD * N
-    stale = buffer.update_priorities(new, jnp.array([newest]), jnp.array([5.0]), KNOBS)
+    stale = update(new, jnp.full((B,), newest), jnp.full((B,), 5.0))
     assert float(sum_tree.get(stale.tree, newest)) == 0.0
 
 

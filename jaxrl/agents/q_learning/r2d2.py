@@ -33,12 +33,12 @@ from jaxrl.agents.common.action_box import require_discrete
 from jaxrl.agents.common.optim import (
     EpsilonOptions,
     OptimizerOptions,
+    epsilon_schedule,
     optimizer_step,
     scale_transform,
     scheduled_lr,
 )
 from jaxrl.agents.q_learning.config import QHparams
-from jaxrl.agents.q_learning.exploration import scheduled_epsilon
 from jaxrl.agents.q_learning.sequence_loss import (
     burn_in_unroll,
     episode_starts,
@@ -81,7 +81,8 @@ class R2D2Config(EpsilonOptions, OptimizerOptions):
       sequence_length: steps per replayed sequence, burn-in included (the paper: 80 + 40).
       burn_in: steps at a sequence's start that only warm up the carry (40); less than
         ``sequence_length``.
-      sequence_period: steps between sequence starts (40; overlap ``sequence_length - sequence_period``).
+      sequence_period: steps between sequence starts (40); sequences overlap by
+        ``sequence_length - sequence_period``.
       n_step: steps of each target (5).
       gamma: discount (0.997).
       value_rescaling: learn in the rescaled space of ``h`` (Pohlen et al. 2018).
@@ -241,11 +242,16 @@ def _init(p: _Parts, key: jax.Array) -> R2D2State:
 
 
 def _act(p: _Parts, state: R2D2State, obs: Any, carry: Any, key: jax.Array, explore: bool = True):
-    new_carry, q = p.network.apply(state.params, carry, main_obs(obs))
-    h = state.hparams
-    epsilon = scheduled_epsilon(p.cfg, h, state.step, p.spec.num_envs) if explore else h.eval_epsilon
+    new_carry, q = cast(tuple[Any, jax.Array], p.network.apply(state.params, carry, main_obs(obs)))
+    epsilon = _epsilon(p, state) if explore else state.hparams.eval_epsilon
     action = masked_epsilon_greedy(key, q, epsilon, action_mask(obs))
     return action, new_carry, ({"carry": carry} if explore else {"q_values": q})
+
+
+def _epsilon(p: _Parts, state: R2D2State) -> jax.Array:
+    """The epsilon schedule's value at ``state.step`` (float32 scalar)."""
+    h = state.hparams
+    return epsilon_schedule(p.cfg, h.epsilon_start, h.epsilon_end, p.spec.num_envs)(state.step)
 
 
 def _knobs(h: R2D2Hparams) -> PriorityParams:
@@ -330,5 +336,4 @@ def _update(p: _Parts, state: R2D2State, rollout: Transition, key: jax.Array):
         target_params=soft_update(state.target_params, params, tau),
         updates=state.updates + jnp.where(learning, cfg.updates_per_rollout, 0),
     )
-    epsilon = scheduled_epsilon(cfg, state.hparams, state.step, p.spec.num_envs)
-    return state, {"loss": loss, "q_mean": q_mean, "epsilon": epsilon}
+    return state, {"loss": loss, "q_mean": q_mean, "epsilon": _epsilon(p, state)}

@@ -59,7 +59,8 @@ def test_sequence_targets_and_loss_match_a_numpy_loop():
     q_taken = rng.normal(size=(K, B))
     weights = rng.random(B)
     f32 = lambda x: jnp.asarray(x, jnp.float32)
-    target, learns = sequence_targets(
+    targets = jax.jit(sequence_targets, static_argnums=(7, 8))
+    target, learns = targets(
         f32(q_target), f32(q_select), jnp.asarray(mask), f32(reward),
         jnp.asarray(term), jnp.asarray(trunc), GAMMA, N_STEP, EPS,
     )  # fmt: skip
@@ -70,7 +71,8 @@ def test_sequence_targets_and_loss_match_a_numpy_loop():
     want_target = np.array([[0.0 if w is None else w for w in row] for row in want])
     got = np.where(want_learns, np.asarray(target), 0.0)
     np.testing.assert_allclose(got, want_target, rtol=2e-5, atol=2e-5)
-    loss, priorities = sequence_loss(f32(q_taken), target, learns, f32(weights), "mse", ETA)
+    loss_fn = jax.jit(sequence_loss, static_argnums=4)
+    loss, priorities = loss_fn(f32(q_taken), target, learns, f32(weights), "mse", ETA)
     td = q_taken - want_target
     per_seq, prio = np.zeros(B), np.zeros(B)
     for b in range(B):
@@ -83,7 +85,7 @@ def test_sequence_targets_and_loss_match_a_numpy_loop():
 
 def test_burn_in_warms_the_carry_without_gradient():
     T, n, burn_in = 6, 2, 2
-    cell = make_cell("gru", 3)
+    cell = make_cell("mingru", 3)
     net = MemoryQNetwork(torso=MLP((4,)), cell=cell, head=QHead(2))
     obs = jax.random.normal(jax.random.key(0), (T, n, 5))
     starts = jnp.zeros((T, n), bool).at[4, 1].set(True)
@@ -93,15 +95,23 @@ def test_burn_in_warms_the_carry_without_gradient():
     def unroll(params, carry, obs, starts):
         return net.apply(params, carry, obs, starts, method=MemoryQNetwork.unroll)
 
-    q = burn_in_unroll(unroll, params, carry, obs, starts, burn_in)
-    full = unroll(params, carry, obs, starts)[1]
+    @jax.jit
+    def run(params):
+        q = burn_in_unroll(unroll, params, carry, obs, starts, burn_in)
+        full = unroll(params, carry, obs, starts)[1]
+        warm = jax.tree.map(
+            lambda c: c[-1], unroll(params, carry, obs[:burn_in], starts[:burn_in])[0]
+        )
+        grad = jax.grad(lambda p: burn_in_unroll(unroll, p, carry, obs, starts, burn_in).sum())
+        rest = jax.grad(lambda p: unroll(p, warm, obs[burn_in:], starts[burn_in:])[1].sum())
+        through = jax.grad(lambda p: unroll(p, carry, obs, starts)[1][burn_in:].sum())
+        return q, full, grad(params), rest(params), through(params)
+
+    q, full, grad, rest, through = run(params)
     np.testing.assert_allclose(np.asarray(q), np.asarray(full[burn_in:]), rtol=1e-5)
-    # the gradient is that of the rest of the sequence from a constant warmed-up carry
-    warm = jax.tree.map(lambda c: c[-1], unroll(params, carry, obs[:burn_in], starts[:burn_in])[0])
-    grad = jax.grad(lambda p: burn_in_unroll(unroll, p, carry, obs, starts, burn_in).sum())(params)
-    rest = jax.grad(lambda p: unroll(p, warm, obs[burn_in:], starts[burn_in:])[1].sum())(params)
-    through = jax.grad(lambda p: unroll(p, carry, obs, starts)[1][burn_in:].sum())(params)
-    for g, r, t in zip(jax.tree.leaves(grad), jax.tree.leaves(rest), jax.tree.leaves(through)):
+    # the gradient is that of the rest of the sequence from a constant warmed-up carry,
+    # not the one back-propagated through the burn-in
+    leaves = jax.tree.leaves
+    for g, r in zip(leaves(grad), leaves(rest), strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-5, atol=1e-6)
-    differs = [not np.allclose(g, t) for g, t in zip(jax.tree.leaves(grad), jax.tree.leaves(through))]
-    assert any(differs)  # back-propagating through the burn-in would change it
+    assert any(not np.allclose(g, t) for g, t in zip(leaves(grad), leaves(through), strict=True))
