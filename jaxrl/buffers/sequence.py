@@ -21,7 +21,7 @@ holds each one's weight ``p^alpha``: item ``(row // period) * N + env``. A start
 (:func:`jaxrl.buffers.validity.window_valid` with ``window``); invalid starts weigh 0.
 ``add`` gives starts that become valid ``max_priority ** alpha`` and those it overwrites
 0; ``update_priorities`` writes ``(|p| + eps) ** alpha`` on valid starts only (as
-:mod:`jaxrl.buffers.prioritized`, whose state and ``write_priorities`` this reuses).
+:mod:`jaxrl.buffers.prioritized`, whose state, sampling and priority writes this reuses).
 ``L`` must be a multiple of ``period`` so that storage rows keep their phase when the
 ring wraps (row ``r`` holds env step ``r mod L`` of the ring's current lap).
 """
@@ -37,7 +37,11 @@ import jax.numpy as jnp
 
 from jaxrl.buffers import sum_tree
 from jaxrl.buffers.base import PriorityParams, ReplayBuffer, ReplaySample, require_priority
-from jaxrl.buffers.prioritized import PrioritizedReplayState, write_priorities
+from jaxrl.buffers.prioritized import (
+    PrioritizedReplayState,
+    sample_items,
+    update_item_priorities,
+)
 from jaxrl.buffers.replay import ReplayState, Ring, ring_add, ring_gather, ring_init
 from jaxrl.buffers.validity import window_valid
 from jaxrl.validation import check_int
@@ -169,16 +173,8 @@ def _locate(layout: SequenceLayout, indices: Array) -> tuple[Array, Array]:
 
 
 def _sample(layout: SequenceLayout, state: PrioritizedReplayState, key: Array) -> ReplaySample:
-    indices, weight, mass = sum_tree.sample_with_total(state.tree, key, layout.batch_size)
-    probabilities = jnp.where(mass > 0, weight / jnp.where(mass > 0, mass, 1.0), 0.0)
-    time_index, env_index = _locate(layout, indices)
-    return ReplaySample(
-        experience=ring_gather(layout.ring, state.storage, time_index, env_index),
-        time_index=time_index,
-        env_index=env_index,
-        indices=indices,
-        probabilities=probabilities,
-    )
+    locate = functools.partial(_locate, layout)
+    return sample_items(layout.ring, layout.batch_size, state, key, locate)
 
 
 def _update_priorities(
@@ -188,12 +184,9 @@ def _update_priorities(
     priorities: Any,
     priority: PriorityParams | None = None,
 ) -> PrioritizedReplayState:
-    priority = require_priority(priority, "update_priorities")
-    indices, priorities = sum_tree.index_value_batch(indices, priorities, "update_priorities")
-    in_range = (indices >= 0) & (indices < layout.num_starts * layout.ring.num_envs)
-    valid = in_range & _valid(layout, state.storage, _locate(layout, indices)[0])
-    tree, max_priority = write_priorities(state, indices, priorities, valid, priority)
-    return dataclasses.replace(state, tree=tree, max_priority=max_priority)
+    valid = lambda indices: _valid(layout, state.storage, _locate(layout, indices)[0])
+    num_items = layout.num_starts * layout.ring.num_envs
+    return update_item_priorities(state, indices, priorities, priority, num_items, valid)
 
 
 def _num_items(layout: SequenceLayout, state: PrioritizedReplayState) -> Array:

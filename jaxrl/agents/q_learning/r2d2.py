@@ -39,6 +39,7 @@ from jaxrl.agents.common.optim import (
     scheduled_lr,
 )
 from jaxrl.agents.q_learning.config import QHparams
+from jaxrl.agents.q_learning.core import QLearningState, target_tau
 from jaxrl.agents.q_learning.sequence_loss import (
     burn_in_unroll,
     episode_starts,
@@ -52,16 +53,7 @@ from jaxrl.networks import TorsoSpec, make_torso
 from jaxrl.networks.memory import make_cell
 from jaxrl.networks.recurrent import MemoryQNetwork
 from jaxrl.ops import importance_weights, masked_epsilon_greedy, soft_update
-from jaxrl.types import (
-    Agent,
-    ConfigError,
-    EnvSpec,
-    Transition,
-    action_mask,
-    main_obs,
-    num_actions,
-    shared_field,
-)
+from jaxrl.types import Agent, ConfigError, EnvSpec, Transition, action_mask, main_obs, num_actions
 from jaxrl.validation import build_config, option
 
 
@@ -76,73 +68,78 @@ class R2D2Config(EpsilonOptions, OptimizerOptions):
       cell_size: the cell's units (the paper: 512; 64 here).
       hidden_sizes: dense widths of the torso.
       torso: the observation encoder (``networks.make_torso``); auto: MLP or CNN.
-      dueling: dueling head (Wang et al. 2016), as the paper's.
-      double: double-Q targets, the action chosen by the online network.
       sequence_length: steps per replayed sequence, burn-in included (the paper: 80 + 40).
       burn_in: steps at a sequence's start that only warm up the carry (40); less than
         ``sequence_length``.
       sequence_period: steps between sequence starts (40); sequences overlap by
         ``sequence_length - sequence_period``.
       n_step: steps of each target (5).
-      gamma: discount (0.997).
-      value_rescaling: learn in the rescaled space of ``h`` (Pohlen et al. 2018).
-      rescaling_eps: ``h``'s epsilon (1e-3).
-      loss: the TD loss, ``"mse"`` (0.5 delta^2, the paper's) or ``"huber"``.
-      priority_eta: the priority mix ``eta max|delta| + (1 - eta) mean|delta|`` (0.9).
-      alpha: the priority exponent (0.9).
-      beta: the importance-sampling exponent (0.6, fixed).
-      priority_eps: added to each priority (1e-6).
-      lr: Adam's learning rate (1e-4).
-      adam_eps: Adam's epsilon (1e-3).
+      dueling: dueling head (Wang et al. 2016), as the paper's.
       buffer_size: replay capacity in env steps.
       batch_size: sequences per gradient step (the paper: 64).
       learning_starts: env steps collected before the first gradient step.
       updates_per_rollout: gradient steps per ``update`` call.
+      double: double-Q targets, the action chosen by the online network.
+      priority_eta: the priority mix ``eta max|delta| + (1 - eta) mean|delta|`` (0.9).
+      alpha: the priority exponent (0.9).
+      beta: the importance-sampling exponent (0.6, fixed).
+      priority_eps: added to each priority (1e-6).
+      value_rescaling: learn in the rescaled space of ``h`` (Pohlen et al. 2018).
+      rescaling_eps: ``h``'s epsilon (1e-3).
+      gamma: discount (0.997).
+      lr: Adam's learning rate (1e-4).
+      adam_eps: Adam's epsilon (1e-3).
+      loss: the TD loss, ``"mse"`` (0.5 delta^2, the paper's) or ``"huber"``.
+      max_grad_norm: global gradient-norm clip, or None.
       target_update_period: env steps between target updates (the paper: 2,500 updates).
       tau: target update fraction; 1.0 is a hard copy.
-      max_grad_norm: global gradient-norm clip, or None.
     """
 
     cell: str = "lstm"
     cell_size: int = option(64, ge=1)
     hidden_sizes: tuple[int, ...] = option((64,), gt=0)
     torso: str | TorsoSpec = "auto"
-    dueling: bool = True
-    double: bool = True
     sequence_length: int = option(80, ge=1)
     burn_in: int = option(40, ge=0)
     sequence_period: int = option(40, ge=1)
     n_step: int = option(5, ge=1)
-    gamma: float = option(0.997, ge=0, le=1)
-    value_rescaling: bool = True
-    rescaling_eps: float = option(1e-3, gt=0)
-    loss: Literal["mse", "huber"] = "mse"
-    priority_eta: float = option(0.9, ge=0, le=1)
-    alpha: float = option(0.9, ge=0)
-    beta: float = option(0.6, ge=0, le=1)
-    priority_eps: float = option(1e-6, ge=0)
-    lr: float = option(1e-4, gt=0)
-    adam_eps: float = option(1e-3, ge=0)
+    dueling: bool = True
     buffer_size: int = option(100_000, ge=1)
     batch_size: int = option(32, ge=1)
     learning_starts: int = option(5_000, ge=0)
     updates_per_rollout: int = option(1, ge=1)
+    double: bool = True
+    priority_eta: float = option(0.9, ge=0, le=1)
+    alpha: float = option(0.9, ge=0)
+    beta: float = option(0.6, ge=0, le=1)
+    priority_eps: float = option(1e-6, ge=0)
+    value_rescaling: bool = True
+    rescaling_eps: float = option(1e-3, gt=0)
+    gamma: float = option(0.997, ge=0, le=1)
+    lr: float = option(1e-4, gt=0)
+    adam_eps: float = option(1e-3, ge=0)
+    loss: Literal["mse", "huber"] = "mse"
+    max_grad_norm: float | None = option(40.0, gt=0)
     target_update_period: int = option(2_500, ge=1)
     tau: float = option(1.0, gt=0, le=1)
-    max_grad_norm: float | None = option(40.0, gt=0)
 
     def __post_init__(self):
         super().__post_init__()
-        if self.burn_in >= self.sequence_length:
-            raise ValueError(
+        rules = (
+            (
+                self.burn_in < self.sequence_length,
                 f"burn_in = {self.burn_in} must be less than sequence_length = "
-                f"{self.sequence_length} (the steps after the burn-in are the ones that learn)"
-            )
-        if self.sequence_period > self.sequence_length:
-            raise ValueError(
+                f"{self.sequence_length} (the steps after the burn-in are the ones that learn)",
+            ),
+            (
+                self.sequence_period <= self.sequence_length,
                 f"sequence_period = {self.sequence_period} must be at most sequence_length = "
-                f"{self.sequence_length} (longer leaves steps in no sequence)"
-            )
+                f"{self.sequence_length} (longer leaves steps in no sequence)",
+            ),
+        )
+        for holds, message in rules:
+            if not holds:
+                raise ValueError(message)
 
 
 @flax.struct.dataclass
@@ -153,17 +150,6 @@ class R2D2Hparams(QHparams):
     priority_eps: jax.Array
     beta: jax.Array
     priority_eta: jax.Array
-
-
-@flax.struct.dataclass
-class R2D2State:
-    params: Any
-    target_params: Any
-    opt_state: Any
-    buffer: Any
-    step: jax.Array = shared_field()  # int32 env steps given to update
-    updates: jax.Array  # int32 gradient steps taken
-    hparams: R2D2Hparams
 
 
 def make_r2d2(spec: EnvSpec, **overrides: Any) -> Agent:
@@ -203,7 +189,7 @@ class _Parts:
     init_carry: Any
 
 
-def _stored(spec: EnvSpec, step: Transition) -> dict[str, Any]:
+def _stored(step: Transition) -> dict[str, Any]:
     """What the replay keeps of a step (``buffers/sequence.py``): no ``next_obs``."""
     return {
         "obs": step.obs,
@@ -215,46 +201,42 @@ def _stored(spec: EnvSpec, step: Transition) -> dict[str, Any]:
     }
 
 
-def _init(p: _Parts, key: jax.Array) -> R2D2State:
+def _init(p: _Parts, key: jax.Array) -> QLearningState:
     n = p.spec.num_envs
     obs = jax.tree.map(lambda s: jnp.zeros((n, *s.shape), s.dtype), p.spec.obs_spec)
     params = p.network.init(key, p.init_carry(n), main_obs(obs))
-    example = Transition(
-        obs=obs,
-        action=jnp.zeros((n,), jnp.int32),
-        reward=jnp.zeros((n,), jnp.float32),
-        next_obs=obs,
-        terminated=jnp.zeros((n,), bool),
-        truncated=jnp.zeros((n,), bool),
-        extras={"carry": p.init_carry(n)},
-    )
+    zeros = lambda dtype: jnp.zeros((n,), dtype)
+    flags = {"terminated": zeros(bool), "truncated": zeros(bool)}
+    example = {"obs": obs, "action": zeros(jnp.int32), "reward": zeros(jnp.float32), **flags}
     fields = [f.name for f in dataclasses.fields(R2D2Hparams)]
     hparams = R2D2Hparams(**{k: jnp.asarray(getattr(p.cfg, k), jnp.float32) for k in fields})
-    return R2D2State(
+    return QLearningState(
         params=params,
         target_params=params,
         opt_state=p.optimizer.init(params),
-        buffer=p.buffer.init(_stored(p.spec, example)),
+        buffer=p.buffer.init({**example, "carry": p.init_carry(n)}),
         step=jnp.zeros((), jnp.int32),
         updates=jnp.zeros((), jnp.int32),
         hparams=hparams,
     )
 
 
-def _act(p: _Parts, state: R2D2State, obs: Any, carry: Any, key: jax.Array, explore: bool = True):
+def _act(
+    p: _Parts, state: QLearningState, obs: Any, carry: Any, key: jax.Array, explore: bool = True
+):
     new_carry, q = cast(tuple[Any, jax.Array], p.network.apply(state.params, carry, main_obs(obs)))
     epsilon = _epsilon(p, state) if explore else state.hparams.eval_epsilon
     action = masked_epsilon_greedy(key, q, epsilon, action_mask(obs))
     return action, new_carry, ({"carry": carry} if explore else {"q_values": q})
 
 
-def _epsilon(p: _Parts, state: R2D2State) -> jax.Array:
+def _epsilon(p: _Parts, state: QLearningState) -> jax.Array:
     """The epsilon schedule's value at ``state.step`` (float32 scalar)."""
     h = state.hparams
     return epsilon_schedule(p.cfg, h.epsilon_start, h.epsilon_end, p.spec.num_envs)(state.step)
 
 
-def _knobs(h: R2D2Hparams) -> PriorityParams:
+def _knobs(h: Any) -> PriorityParams:
     return PriorityParams(h.alpha, h.priority_eps)
 
 
@@ -290,9 +272,9 @@ def _loss(p: _Parts, params: Any, target_params: Any, seq: dict, weights: jax.Ar
     return loss, (priorities, q_taken.mean())
 
 
-def _gradient_step(p: _Parts, state: R2D2State, carry: tuple, key: jax.Array):
+def _gradient_step(p: _Parts, state: QLearningState, carry: tuple, key: jax.Array):
     params, opt_state, buffer = carry
-    h = state.hparams
+    h = cast(R2D2Hparams, state.hparams)
     sample = p.buffer.sample(buffer, key)
     weights = importance_weights(sample.probabilities, p.buffer.num_items(buffer), h.beta)
     loss_fn = functools.partial(_loss, p)
@@ -305,29 +287,27 @@ def _gradient_step(p: _Parts, state: R2D2State, carry: tuple, key: jax.Array):
     return (params, opt_state, buffer), (loss, q_mean)
 
 
-def _learn(p: _Parts, state: R2D2State, key: jax.Array):
+def _learn(p: _Parts, state: QLearningState, key: jax.Array):
     keys = jax.random.split(key, p.cfg.updates_per_rollout)
     step = functools.partial(_gradient_step, p, state)
     carry, (loss, q_mean) = jax.lax.scan(step, (state.params, state.opt_state, state.buffer), keys)
     return (*carry, loss.mean(), q_mean.mean())
 
 
-def _skip(p: _Parts, state: R2D2State, key: jax.Array):
+def _skip(p: _Parts, state: QLearningState, key: jax.Array):
     nan = jnp.full((), jnp.nan, jnp.float32)
     return state.params, state.opt_state, state.buffer, nan, nan
 
 
-def _update(p: _Parts, state: R2D2State, rollout: Transition, key: jax.Array):
+def _update(p: _Parts, state: QLearningState, rollout: Transition, key: jax.Array):
     cfg = p.cfg
     env_steps = rollout.reward.shape[0] * rollout.reward.shape[1]
-    buffer = p.buffer.add(state.buffer, _stored(p.spec, rollout), _knobs(state.hparams))
+    buffer = p.buffer.add(state.buffer, _stored(rollout), _knobs(state.hparams))
     state = dataclasses.replace(state, buffer=buffer, step=state.step + env_steps)
     learning = (state.step >= cfg.learning_starts) & p.buffer.can_sample(buffer)
     learn, skip = functools.partial(_learn, p), functools.partial(_skip, p)
     params, opt_state, buffer, loss, q_mean = jax.lax.cond(learning, learn, skip, state, key)
-    period = cfg.target_update_period
-    crossed = (state.step // period) > ((state.step - env_steps) // period)
-    tau = jnp.where(crossed & learning, state.hparams.tau, 0.0)
+    tau = target_tau(state.step, env_steps, cfg.target_update_period, state.hparams.tau, learning)
     state = dataclasses.replace(
         state,
         params=params,
