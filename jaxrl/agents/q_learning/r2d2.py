@@ -38,14 +38,10 @@ from jaxrl.agents.common.optim import (
     scale_transform,
     scheduled_lr,
 )
+from jaxrl.agents.on_policy.sequence import episode_starts
 from jaxrl.agents.q_learning.config import QHparams
 from jaxrl.agents.q_learning.core import QLearningState, target_tau
-from jaxrl.agents.q_learning.sequence_loss import (
-    burn_in_unroll,
-    episode_starts,
-    sequence_loss,
-    sequence_targets,
-)
+from jaxrl.agents.q_learning.sequence_loss import burn_in_unroll, sequence_loss, sequence_targets
 from jaxrl.agents.q_learning.value_heads import expected_value_head
 from jaxrl.buffers import PriorityParams
 from jaxrl.buffers.sequence import make_sequence_replay

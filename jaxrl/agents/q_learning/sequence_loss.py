@@ -42,12 +42,6 @@ Array = jax.Array
 Unroll = Callable[[Any, Any, Any, Array], tuple[Any, Array]]
 
 
-def episode_starts(done: Array) -> Array:
-    """``starts [T, B]``: row ``t`` starts an episode where row ``t - 1`` ended one
-    (``done [T, B]``); False at ``t = 0``, whose stored carry was reset already."""
-    return jnp.concatenate([jnp.zeros_like(done[:1]), done[:-1]])
-
-
 def burn_in_unroll(
     unroll: Unroll, params: Any, carry: Any, obs: Any, starts: Array, burn_in: int
 ) -> Array:
