@@ -10,6 +10,7 @@ from jaxrl.agents.q_learning.sequence_loss import (
     sequence_loss,
     sequence_targets,
 )
+from jaxrl.buffers import sum_tree
 from jaxrl.networks import MLP, QHead
 from jaxrl.networks.memory import make_cell
 from jaxrl.networks.recurrent import MemoryQNetwork
@@ -115,3 +116,30 @@ def test_burn_in_warms_the_carry_without_gradient():
     for g, r in zip(leaves(grad), leaves(rest), strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(r), rtol=1e-5, atol=1e-6)
     assert any(not np.allclose(g, t) for g, t in zip(leaves(grad), leaves(through), strict=True))
+
+
+def test_acting_stores_the_carry_that_the_learner_re_runs():
+    """The carry ``act`` records at each step is what the unroll of the stored sequence
+    reaches there from the first one (reset where an episode starts), and an update
+    learns from the sequences and writes their priorities."""
+    from jaxrl import agents, envs
+    from jaxrl.agents.on_policy.sequence import episode_starts
+    from tests.helpers import rollout_after_one_update
+
+    env = envs.make("MemoryChain-v0", num_envs=2, memory_length=3)
+    options = dict(cell="mingru", cell_size=4, hidden_sizes=(4,), sequence_length=4, burn_in=1)
+    options |= dict(sequence_period=2, buffer_size=2 * 8, batch_size=2, learning_starts=0)
+    agent = agents.make("r2d2", env.spec, **options)
+    state, rollout, _ = rollout_after_one_update(agent, env, 8)
+    leaves = np.asarray(sum_tree.levels(state.buffer.tree)[0])
+    written = (leaves > 0) & (leaves != 1.0)  # new starts weigh max_priority ** alpha = 1
+    assert int(state.updates) == 1 and written.any()
+    parts = agent.init.args[0]
+    carry = rollout.extras["carry"]
+    starts = episode_starts(rollout.terminated | rollout.truncated)
+    carries, _ = parts.network.apply(
+        state.params, carry[0], rollout.obs, starts, method=MemoryQNetwork.unroll
+    )
+    want = np.where(np.asarray(starts[1:])[..., None], 0.0, np.asarray(carries[:-1]))
+    np.testing.assert_allclose(np.asarray(carry[1:]), want, rtol=1e-5, atol=1e-6)
+    assert np.asarray(starts).any()  # episodes ended inside the rollout
