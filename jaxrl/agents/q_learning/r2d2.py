@@ -148,6 +148,19 @@ class R2D2Hparams(QHparams):
     priority_eta: jax.Array
 
 
+@dataclasses.dataclass(frozen=True)
+class _Parts:
+    """What ``make_r2d2`` built: the network, the sequence replay, the optimizer and
+    ``init_carry(num_envs)``."""
+
+    spec: EnvSpec
+    cfg: R2D2Config
+    network: MemoryQNetwork
+    buffer: Any
+    optimizer: optax.GradientTransformation
+    init_carry: Any
+
+
 def make_r2d2(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds an R2D2 agent for ``spec``; ``ConfigError`` on a bad option, cell or env."""
     cfg = build_config(R2D2Config, overrides, "agent 'r2d2'")
@@ -175,16 +188,6 @@ def make_r2d2(spec: EnvSpec, **overrides: Any) -> Agent:
     )
 
 
-@dataclasses.dataclass(frozen=True)
-class _Parts:
-    spec: EnvSpec
-    cfg: R2D2Config
-    network: MemoryQNetwork
-    buffer: Any
-    optimizer: optax.GradientTransformation
-    init_carry: Any
-
-
 def _stored(step: Transition) -> dict[str, Any]:
     """What the replay keeps of a step (``buffers/sequence.py``): no ``next_obs``."""
     return {
@@ -198,6 +201,8 @@ def _stored(step: Transition) -> dict[str, Any]:
 
 
 def _init(p: _Parts, key: jax.Array) -> QLearningState:
+    """The network's parameters (its target a copy), an empty sequence replay, the
+    hyperparameters from the config."""
     n = p.spec.num_envs
     obs = jax.tree.map(lambda s: jnp.zeros((n, *s.shape), s.dtype), p.spec.obs_spec)
     params = p.network.init(key, p.init_carry(n), main_obs(obs))
