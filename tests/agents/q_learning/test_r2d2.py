@@ -89,7 +89,7 @@ def test_burn_in_warms_the_carry_without_gradient():
     cell = make_cell("mingru", 3)
     net = MemoryQNetwork(torso=MLP((4,)), cell=cell, head=QHead(2))
     obs = jax.random.normal(jax.random.key(0), (T, n, 5))
-    starts = jnp.zeros((T, n), bool).at[4, 1].set(True)
+    starts = jnp.zeros((T, n), bool).at[4, 1].set(True).at[1, 0].set(True)  # resets on both sides
     carry = jax.random.normal(jax.random.key(1), (n, 3))
     params = net.init(jax.random.key(2), carry, obs[0])
 
