@@ -1,12 +1,14 @@
-"""Recurrent PPO against feed-forward PPO on partially observed tasks (issue 58, part 4).
+"""Recurrent agents against feed-forward ones on partially observed tasks (issue 58,
+parts 3 and 4): recurrent PPO against PPO, R2D2 against DQN.
 
     nice -n 19 python benchmarks/memory_pomdp.py [--presets statelesscartpole-ppo
         memorychain-ppo] [--seeds 8] [--steps N] [--json-dir benchmarks/presets]
         [--data benchmarks/data/memory-pomdp.yaml] [--source JOURNAL] [--arms gru none]
 
-Each preset (a recurrent PPO preset of ``jaxrl/presets``) runs twice through
+Each preset (a recurrent preset of ``jaxrl/presets``) runs twice through
 ``benchmarks/presets.py``'s ``run_preset``: as it is (a memory cell, ``--agent.cell``)
-and with ``agent.cell: null`` (feed-forward PPO, every other option the same), or once
+and feed-forward (PPO's with ``agent.cell: null``, every other option the same; R2D2's
+as the DQN preset of ``FEED_FORWARD``), or once
 per cell of ``--arms`` (``none``: feed-forward), each as one
 vmapped program of ``--seeds`` members for the preset's budget with no early stop. Per
 arm: the IQM of the final greedy returns (at least 20 episodes per member) with its 95%
@@ -42,6 +44,12 @@ from jaxrl.experiment.config import load_config_file, presets  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data" / "memory-pomdp.yaml"
 PRESETS = ("statelesscartpole-ppo", "memorychain-ppo")
+# A recurrent preset's feed-forward arm where it is another agent's preset.
+FEED_FORWARD = {
+    "memorychain-r2d2": "memorychain-dqn",
+    "statelesscartpole-r2d2": "statelesscartpole-dqn",
+}
+AGENT_NAMES = {"ppo": "PPO", "r2d2": "R2D2", "dqn": "DQN"}
 COLUMNS = [
     {"key": "env", "title": "env"},
     {"key": "agent", "title": "agent"},
@@ -74,15 +82,18 @@ def run_arm(preset: str, cell: str | None, seeds: int, steps: int | None) -> dic
     feed-forward (``cell`` None)."""
     before = load()
     own = load_config_file(presets()[preset])["agent"].get("cell")
-    overrides = {"agent.cell": cell}
-    r = run_preset(preset, seeds, steps, seeds, overrides)
+    baseline = FEED_FORWARD.get(preset) if cell is None else None
+    if baseline is not None:
+        r = run_preset(baseline, seeds, steps, seeds)
+    else:
+        r = run_preset(preset, seeds, steps, seeds, {"agent.cell": cell})
     target = load_config_file(presets()[preset])["run"].get("stop_return")
     finals = np.asarray(r["finals"], np.float64)
     ci = stats.interval_estimate(finals)
     num = ".3f" if np.all(np.abs(finals) <= 1.0) else ".1f"
     row = {
         "env": r["cfg"]["env"]["name"],
-        "agent": label(preset, cell, own),
+        "agent": label(preset, cell, own, baseline),
         "seeds": seeds,
         "env_steps": int(np.asarray(r["steps"])[-1]),  # whole chunks: the budget rounded up
         "final": f"{float(ci.point):{num}} [{float(ci.lower):{num}}, {float(ci.upper):{num}}]",
@@ -101,13 +112,21 @@ def run_arm(preset: str, cell: str | None, seeds: int, steps: int | None) -> dic
     return {"row": row, "members": members, "preset": preset, "cell": cell}
 
 
-def label(preset: str, cell: str | None, own: str | None) -> str:
+def label(preset: str, cell: str | None, own: str | None, baseline: str | None = None) -> str:
     """The row's agent: ``PPO + GRU (`preset`)``, with ``--agent.cell`` where the cell is
-    not the preset's, or ``PPO, feed-forward``."""
+    not the preset's, ``PPO, feed-forward``, or ``DQN, feed-forward (`baseline`)``."""
+    if baseline is not None:
+        return f"{agent_name(baseline)}, feed-forward (`{baseline}`)"
     if cell is None:
-        return "PPO, feed-forward"
+        return f"{agent_name(preset)}, feed-forward"
     flag = "" if cell == own else f", `--agent.cell {cell}`"
-    return f"PPO + {CELL_NAMES.get(cell, cell)} (`{preset}`{flag})"
+    return f"{agent_name(preset)} + {CELL_NAMES.get(cell, cell)} (`{preset}`{flag})"
+
+
+def agent_name(preset: str) -> str:
+    """``PPO``, ``R2D2``, ``DQN``: the preset's agent as the table names it."""
+    name = load_config_file(presets()[preset])["agent"]["name"]
+    return AGENT_NAMES.get(name, name)
 
 
 def record(path: Path, results: list[dict], run: dict, label: str) -> None:
@@ -116,8 +135,8 @@ def record(path: Path, results: list[dict], run: dict, label: str) -> None:
     table = yaml.safe_load(path.read_text()) if path.exists() else None
     if table is None:
         table = {
-            "agents": ["ppo"],
-            "title": "Recurrent PPO against feed-forward PPO on partially observed tasks",
+            "agents": ["ppo", "r2d2"],
+            "title": "Recurrent agents against feed-forward ones on partially observed tasks",
             "kind": "table",
             "group": "Learning",
             "order": 40,

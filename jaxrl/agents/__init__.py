@@ -183,6 +183,13 @@ BUILTINS: tuple[Builtin, ...] = (
         plays_turns=True,
     ),
     Builtin(
+        "r2d2",
+        "q_learning.r2d2:make_r2d2",
+        "q_learning.r2d2:R2D2Config",
+        "R2D2 (Kapturowski et al. 2019): a recurrent Q-learner (--agent.cell lstm, gru, "
+        "mingru) on prioritized sequence replay with burn-in",
+    ),
+    Builtin(
         "alphazero",
         "search.alphazero:make_alphazero",
         "search.alphazero:AlphaZeroConfig",

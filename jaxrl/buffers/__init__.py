@@ -6,6 +6,8 @@
 * ``sharded``: prioritized storage split over devices (``make_sharded_prioritized_replay``);
 * ``compact``: frames stored once, stacks and n-step windows rebuilt at sample time,
   uniform or prioritized (``make_compact_replay``);
+* ``sequence``: prioritized sequences of fixed length with overlap, R2D2's
+  (``make_sequence_replay``);
 * ``validity``: which items each can sample, as functions testable alone;
 * ``sum_tree``: the jit-compatible sum tree under the prioritized samplers.
 """
@@ -14,6 +16,7 @@ from jaxrl.buffers.base import PriorityParams, ReplayBuffer, ReplaySample
 from jaxrl.buffers.compact import CompactReplayState, make_compact_replay
 from jaxrl.buffers.prioritized import PrioritizedReplayState, make_prioritized_replay
 from jaxrl.buffers.replay import ReplayState, make_uniform_replay
+from jaxrl.buffers.sequence import make_sequence_replay
 from jaxrl.buffers.sharded import ShardedReplayState, make_sharded_prioritized_replay
 from jaxrl.buffers.validity import compact_valid, window_valid
 
@@ -28,6 +31,7 @@ __all__ = [
     "compact_valid",
     "make_compact_replay",
     "make_prioritized_replay",
+    "make_sequence_replay",
     "make_sharded_prioritized_replay",
     "make_uniform_replay",
     "window_valid",

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import flax.struct
@@ -238,9 +239,26 @@ def _add(
 def _sample(
     ring: Ring, batch_size: int, state: PrioritizedReplayState, key: jax.Array
 ) -> ReplaySample:
+    return sample_items(ring, batch_size, state, key, functools.partial(_locate, ring))
+
+
+def _locate(ring: Ring, indices: Array) -> tuple[Array, Array]:
+    return indices // ring.num_envs, indices % ring.num_envs
+
+
+def sample_items(
+    ring: Ring,
+    batch_size: int,
+    state: PrioritizedReplayState,
+    key: jax.Array,
+    locate: Callable[[Array], tuple[Array, Array]],
+) -> ReplaySample:
+    """``batch_size`` items drawn from the tree (stratified) with their windows;
+    ``locate(indices) -> (time_index, env_index)`` maps an item to its window's first row
+    and env (shared by the buffers whose tree is over items of a ``Ring``)."""
     indices, weight, mass = sum_tree.sample_with_total(state.tree, key, batch_size)
     probabilities = jnp.where(mass > 0, weight / jnp.where(mass > 0, mass, 1.0), 0.0)
-    time_index, env_index = indices // ring.num_envs, indices % ring.num_envs
+    time_index, env_index = locate(indices)
     return ReplaySample(
         experience=ring_gather(ring, state.storage, time_index, env_index),
         time_index=time_index,
@@ -257,12 +275,23 @@ def _update_priorities(
     priorities: Any,
     priority: PriorityParams | None = None,
 ) -> PrioritizedReplayState:
+    valid = lambda indices: _is_valid(ring, state.storage, indices // ring.num_envs)
+    num_items = ring.num_rows * ring.num_envs
+    return update_item_priorities(state, indices, priorities, priority, num_items, valid)
+
+
+def update_item_priorities(
+    state: PrioritizedReplayState,
+    indices: Any,
+    priorities: Any,
+    priority: PriorityParams | None,
+    num_items: int,
+    is_valid: Callable[[Array], Array],
+) -> PrioritizedReplayState:
+    """``update_priorities`` of a tree over ``num_items`` items: the writes to items in
+    range for which ``is_valid(indices)`` holds (``write_priorities``)."""
     priority = require_priority(priority, "update_priorities")
     indices, priorities = sum_tree.index_value_batch(indices, priorities, "update_priorities")
-    valid = (
-        (indices >= 0)
-        & (indices < ring.num_rows * ring.num_envs)
-        & _is_valid(ring, state.storage, indices // ring.num_envs)
-    )
+    valid = (indices >= 0) & (indices < num_items) & is_valid(indices)
     tree, max_priority = write_priorities(state, indices, priorities, valid, priority)
     return dataclasses.replace(state, tree=tree, max_priority=max_priority)

@@ -171,3 +171,30 @@ class MemoryActorCritic(_MemoryAfterTorso):
         else:
             critic_features = features
         return carries, self._dist(features), self.value_head(critic_features)[..., 0]
+
+
+class MemoryQNetwork(nn.Module):
+    """A torso, the memory cell ``cell`` (a ``Memory`` layer, ``"memory"``) and a Q
+    head: R2D2's network (Kapturowski et al. 2019, with the cell of one's choice).
+
+    ``__call__(carry, obs [N, *obs_shape]) -> (carry, q [N, A])`` takes one step;
+    ``unroll(carry [N], obs [T, N, *obs_shape], starts [T, N]) -> (carries, q [T, N, A])``
+    a sequence, the carry reset to zeros before step ``t`` where ``starts[t]``
+    (``MemoryCell.scan``)."""
+
+    torso: nn.Module
+    cell: MemoryCell
+    head: nn.Module
+
+    def setup(self):
+        self.memory = Memory(self.cell)
+
+    def __call__(self, carry: Any, obs: Array):
+        carry, features = self.memory(carry, self.torso(obs))
+        return carry, self.head(features)
+
+    def unroll(self, carry: Any, obs: Array, starts: Array):
+        T, N = starts.shape
+        features = self.torso(obs.reshape(T * N, *obs.shape[2:]))
+        carries, outputs = self.memory(carry, features.reshape(T, N, -1), starts)
+        return carries, self.head(outputs)

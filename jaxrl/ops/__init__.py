@@ -19,7 +19,7 @@ from jaxrl.ops.policy_gradient import (
     ppo_clip_loss,
     value_loss,
 )
-from jaxrl.ops.prioritized import importance_weights
+from jaxrl.ops.prioritized import importance_weights, sequence_priority
 from jaxrl.ops.q_learning import (
     munchausen_bonus,
     munchausen_target,
@@ -34,6 +34,7 @@ from jaxrl.ops.schedules import (
     piecewise_linear_schedule,
 )
 from jaxrl.ops.targets import hysteretic_target, soft_update
+from jaxrl.ops.value_rescaling import inverse_value_rescale, value_rescale
 from jaxrl.ops.vtrace import VTraceOutput, vtrace
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "hl_gauss_target",
     "huber_loss",
     "importance_weights",
+    "inverse_value_rescale",
     "l2_loss",
     "linear_schedule",
     "masked_epsilon_greedy",
@@ -69,8 +71,10 @@ __all__ = [
     "quantile_midpoints",
     "soft_bootstrap_value",
     "hysteretic_target",
+    "sequence_priority",
     "soft_update",
     "value_loss",
     "VTraceOutput",
+    "value_rescale",
     "vtrace",
 ]

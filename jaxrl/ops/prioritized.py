@@ -49,3 +49,29 @@ def importance_weights(probabilities: ArrayLike, num_items: ArrayLike, beta: Arr
     smallest = jnp.min(jnp.where(positive, p, jnp.inf))
     ratio = smallest / jnp.where(positive, p, 1.0)  # in (0, 1]
     return jnp.where(positive, ratio**beta, 0.0).astype(jnp.float32)
+
+
+R2D2_ETA = 0.9  # R2D2's mix of the max and the mean absolute TD error
+
+
+def sequence_priority(td: ArrayLike, mask: ArrayLike, eta: ArrayLike = R2D2_ETA) -> Array:
+    r"""The priority of replayed sequences from their TD errors (Kapturowski et al. 2019,
+    "Recurrent Experience Replay in Distributed Reinforcement Learning", section 2.3):
+
+    .. math:: p = \eta \max_t |\delta_t| + (1 - \eta)\,\overline{|\delta_t|},
+
+    over the steps where ``mask`` is true (a sequence without one gets 0).
+
+    Args:
+      td: ``[..., T]`` float, the TD errors along each sequence.
+      mask: ``[..., T]`` bool (or 0/1), the steps that count.
+      eta: float in ``[0, 1]`` (0.9, the paper's); may be traced.
+
+    Returns:
+      ``[...]`` float32, non-negative.
+    """
+    mask, eta = jnp.asarray(mask).astype(bool), jnp.asarray(eta, jnp.float32)
+    magnitude = jnp.where(mask, jnp.abs(jnp.asarray(td, jnp.float32)), 0.0)
+    count = mask.sum(-1)
+    mean = magnitude.sum(-1) / jnp.maximum(count, 1)
+    return eta * magnitude.max(-1) + (1.0 - eta) * mean

@@ -158,6 +158,19 @@ TRAIN_CASES = [
         "num_envs = 2 is not divisible by num_minibatches = 4 (a minibatch is whole env",
     ),
     (["--env", "MemoryChain", "--env.memory_length", "0"], "memory_length must be a positive"),
+    (["--agent", "r2d2", "--agent.cell", "lstmx"], "unknown cell 'lstmx' (did you mean 'lstm'?)"),
+    (
+        ["--agent", "r2d2", "--agent.sequence_length", "10", "--agent.burn_in", "10"],
+        "burn_in = 10 must be less than sequence_length = 10",
+    ),
+    (
+        ["--agent", "r2d2", "--agent.sequence_length", "8", "--agent.burn_in", "9"],
+        "burn_in = 9 must be less than sequence_length = 8",
+    ),
+    (
+        ["--agent", "r2d2", "--agent.buffer_size", "100"],
+        "buffer_size = 100 holds 100 steps per env, fewer than a sequence",
+    ),
     # issue 55: silent no-ops
     (
         ["--agent.epsilon_decay", "0.99", "--agent.epsilon_schedule", "linear"],

@@ -301,10 +301,7 @@ def learn_from_replay(p: _Parts, state: QLearningState, key: jax.Array, env_step
     learn, skip = functools.partial(_learn, p), functools.partial(_skip, p)
     outs = jax.lax.cond(learning, learn, skip, state, key)
     params, opt_state, buffer_state, aux_state, loss, q_mean, aux_metrics = outs
-    # Target update whenever the env-step counter crossed a multiple of the period.
-    period = p.cfg.target_update_period
-    crossed = (state.step // period) > ((state.step - env_steps) // period)
-    tau = jnp.where(crossed & learning, state.hparams.tau, 0.0)
+    tau = target_tau(state.step, env_steps, p.cfg.target_update_period, state.hparams.tau, learning)
     state = dataclasses.replace(
         state,
         params=params,
@@ -317,6 +314,13 @@ def learn_from_replay(p: _Parts, state: QLearningState, key: jax.Array, env_step
     metrics = {"loss": loss, "q_mean": q_mean, "epsilon": _epsilon(p, state, True)}
     metrics.update(aux_metrics)
     return p.explorer.noise.adapt(state, metrics, key)
+
+
+def target_tau(step: jax.Array, env_steps: int, period: int, tau: Any, learning: Any) -> jax.Array:
+    """The target update's fraction: ``tau`` when the env-step counter ``step`` crossed a
+    multiple of ``period`` in the last ``env_steps`` and the agent learned, else 0."""
+    crossed = (step // period) > ((step - env_steps) // period)
+    return jnp.where(crossed & learning, tau, 0.0)
 
 
 def _adapt_param_noise(p: _Parts, state: QLearningState, metrics: dict, key: jax.Array):
