@@ -38,6 +38,7 @@ from jaxrl.agents.common.optim import (
     scale_transform,
     scheduled_lr,
 )
+from jaxrl.agents.common.replay_choice import ReplayOptions
 from jaxrl.agents.on_policy.sequence import episode_starts
 from jaxrl.agents.q_learning.config import QHparams
 from jaxrl.agents.q_learning.core import QLearningState, target_tau
@@ -54,7 +55,7 @@ from jaxrl.validation import build_config, option
 
 
 @dataclasses.dataclass(frozen=True)
-class R2D2Config(EpsilonOptions, OptimizerOptions):
+class R2D2Config(ReplayOptions, EpsilonOptions, OptimizerOptions):
     """R2D2 options: the paper's (Kapturowski et al. 2019, Table 2) where they fit one
     learner on a CPU, else as noted; the optimizer's and epsilon's are
     ``agents/common/optim.py``'s.
@@ -100,9 +101,9 @@ class R2D2Config(EpsilonOptions, OptimizerOptions):
     sequence_period: int = option(40, ge=1)
     n_step: int = option(5, ge=1)
     dueling: bool = True
-    buffer_size: int = option(100_000, ge=1)
-    batch_size: int = option(32, ge=1)
-    learning_starts: int = option(5_000, ge=0)
+    buffer_size: int = 100_000
+    batch_size: int = 32
+    learning_starts: int = 5_000
     updates_per_rollout: int = option(1, ge=1)
     double: bool = True
     priority_eta: float = option(0.9, ge=0, le=1)
