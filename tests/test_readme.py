@@ -19,13 +19,14 @@ from jaxrl.runners import RunConfig
 from tests.test_docs import README, blocks
 
 # The headline command shortened: 512 env steps over 2 envs, episodes cut at 60 agent steps
-# (240 frames), a buffer that fits a test, learning from step 128, one evaluation episode
-# per chunk of 256 steps. The network, the loss, the replay and the schedules are the
-# preset's.
+# (240 frames), a buffer that fits a test, learning from step 128 with 2 gradient steps per
+# rollout of 2 x 4 env steps (the preset's 8 are for its 8 envs: one step per 4 env steps,
+# as here), one evaluation episode per chunk of 256 steps. The network, the loss, the
+# replay and the schedules are the preset's.
 SHORTER = {
     "python -m jaxrl.train --agent rainbow --env Pong": (
         "--steps 512 --env.num_envs 2 --env.max_num_frames_per_episode 240 "
-        "--agent.buffer_size 512 --agent.learning_starts 128 "
+        "--agent.buffer_size 512 --agent.learning_starts 128 --agent.updates_per_rollout 2 "
         "--run.eval_every 256 --run.log_every 256 --run.eval_episodes 1"
     ),
 }
@@ -86,7 +87,7 @@ def test_headline_command_trains_pong_with_its_preset(tmp_path):
     config = yaml.safe_load((run / "config.yaml").read_text())
     preset = yaml.safe_load((PRESET_DIR / "atari-rainbow.yaml").read_text())
     assert config["preset"] == "atari-rainbow"
-    shortened = {"buffer_size", "learning_starts"}
+    shortened = {"buffer_size", "learning_starts", "updates_per_rollout"}
     for key, value in preset["agent"].items():
         if key not in shortened | {"name"}:
             expected = list(value) if isinstance(value, list) else value
