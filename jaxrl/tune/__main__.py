@@ -58,6 +58,7 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
     parser.add_argument("--pruner", choices=PRUNERS, default="median", help="(median)")
     parser.add_argument("--sampler", choices=SAMPLERS, default="tpe", help="(tpe)")
     parser.add_argument("--steps", type=int, help="env steps per trial (the preset's)")
+    parser.add_argument("--num-envs", type=int, help="parallel environments (the preset's)")
     parser.add_argument("--seed", type=int, help="every trial's seed, and the sampler's (0)")
     parser.add_argument("--logdir", default="tunes", help="parent of study folders (tunes)")
     args, rest = parser.parse_known_args(argv)
@@ -95,18 +96,10 @@ class Search:
     config; checked whole before anything is written."""
 
     def __init__(self, args: argparse.Namespace, overrides: Mapping[str, Any]):
-        from jaxrl.experiment.config import resolve
         from jaxrl.tune import space, trials
 
         self.args, self.overrides = args, dict(overrides)
-        self.base = resolve(
-            agent=args.agent,
-            env=args.env,
-            preset=args.preset,
-            steps=args.steps,
-            seed=args.seed,
-            overrides=overrides,
-        )
+        self.base = self.config({})
         self.continuous = trials.continuous_names(self.base)
         params = space.load(args.space, self.base.agent.name)
         if args.space == space.CONTINUOUS:
@@ -127,6 +120,7 @@ class Search:
             preset=a.preset,
             steps=a.steps,
             seed=a.seed,
+            num_envs=a.num_envs,
             overrides=overrides,
         )
 
