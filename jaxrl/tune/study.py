@@ -24,6 +24,7 @@ from jaxrl.experiment.config import Experiment
 from jaxrl.types import ConfigError
 
 DB_FILE, BEST_FILE = "study.db", "best.yaml"
+SQLITE_MAGIC = b"SQLite format 3\x00"  # the first bytes of every SQLite database file
 
 
 def optuna_module() -> Any:
@@ -41,11 +42,31 @@ def open_storage(url: str) -> Any:
     (one line) when it cannot be opened: a bad URL, a missing driver, a directory that
     does not exist, a file that is not a database."""
     optuna = optuna_module()
+    _check_sqlite_file(url)
     try:
         return optuna.storages.RDBStorage(url)
     except Exception as e:  # SQLAlchemy's, a driver's ImportError, Optuna's ValueError
         text = " ".join(str(getattr(e, "orig", None) or e).split())
         raise ConfigError(f"--storage '{url}' cannot be opened: {text[:300]}") from None
+
+
+def _check_sqlite_file(url: str) -> None:
+    """ConfigError for a SQLite URL naming a file that holds something other than a
+    SQLite database (SQLite would take a file of a few bytes over as a new database)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return  # RDBStorage says what is wrong with it
+    path = Path(parsed.database or "")
+    if not parsed.drivername.startswith("sqlite") or not path.is_file():
+        return
+    with open(path, "rb") as f:
+        head = f.read(len(SQLITE_MAGIC))
+    if head and head != SQLITE_MAGIC:
+        raise ConfigError(f"--storage '{url}': '{path}' is not a SQLite database")
 
 
 def load(
