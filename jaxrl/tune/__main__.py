@@ -112,17 +112,9 @@ class Search:
         """The config of a trial's (or a program's) ``chosen`` options."""
         from jaxrl.experiment.config import resolve
 
-        a = self.args
-        overrides = {**self.overrides, **chosen}
-        return resolve(
-            agent=a.agent,
-            env=a.env,
-            preset=a.preset,
-            steps=a.steps,
-            seed=a.seed,
-            num_envs=a.num_envs,
-            overrides=overrides,
-        )
+        flags = ("agent", "env", "preset", "steps", "seed", "num_envs")
+        given = {flag: getattr(self.args, flag) for flag in flags}
+        return resolve(**given, overrides={**self.overrides, **chosen})
 
     def check_space(self) -> None:
         """ConfigError (one line) for a parameter that names no option of the agent, env or

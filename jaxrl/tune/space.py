@@ -36,8 +36,8 @@ from jaxrl.types import ConfigError
 
 SPACE_DIR = Path(__file__).resolve().parent / "spaces"
 BUILTIN, CONTINUOUS = "builtin", "builtin-continuous"
-KEYS = ("low", "high", "log", "step", "int", "choices", "one_minus", "of_steps")
-KEYS += ("quotient_of", "also")
+KEYS: tuple[str, ...] = ("low", "high", "log", "step", "int", "choices", "one_minus")
+KEYS += ("of_steps", "quotient_of", "also")
 SECTIONS = ("agent", "env", "run")
 
 
@@ -156,12 +156,11 @@ def sample(trial: Any, param: Param) -> Any:
         labels = [_label(c) for c in param.choices]
         picked = trial.suggest_categorical(param.name, labels)
         return param.choices[labels.index(picked)]
+    low, high = float(param.low or 0), float(param.high or 0)  # set unless choices are
     if param.integer:
         step = int(param.step or 1)
-        return trial.suggest_int(
-            param.name, int(param.low), int(param.high), step=step, log=param.log
-        )
-    return trial.suggest_float(param.name, param.low, param.high, step=param.step, log=param.log)
+        return trial.suggest_int(param.name, int(low), int(high), step=step, log=param.log)
+    return trial.suggest_float(param.name, low, high, step=param.step, log=param.log)
 
 
 def value(param: Param, raw: Any, base: Mapping[str, Any]) -> Any:

@@ -67,7 +67,7 @@ def groups(overrides: Sequence[Mapping[str, Any]], continuous: set[str]) -> list
     for i, o in enumerate(overrides):
         key = repr(sorted((n, v) for n, v in o.items() if n not in continuous))
         if not any(n in continuous for n in o):
-            key = (key, i)
+            key += f" #{i}"
         out.setdefault(key, []).append(i)
     return list(out.values())
 
