@@ -6,7 +6,9 @@ For each agent: ``jaxrl tune --space builtin-continuous`` (RL Zoo's space, the o
 vmapped program varies per member) with ``--trials`` trials asked ``--batch`` at a time,
 timed whole (process start, compiles, every program, the final evaluations); then the
 first ``--cli-trials`` of those trials, each as its own ``python -m jaxrl.train`` process
-with the trial's options, timed one by one (their mean gives the CLI's trials per hour);
+with the trial's options and seed and ``--run.stop_return null`` (the whole budget, as a
+vmapped member trains it), timed one by one (their mean gives the CLI's trials per hour;
+``--cli-only DIR`` runs this part alone for the studies ``DIR/AGENT/study.db``);
 then ``python -m jaxrl.train --config best.yaml --seeds 32 --seed 100`` (seeds 100-131,
 none of them the study's seed 0) and the preset's ``--steps`` equal to the study's, same
 seeds. Writes ``benchmarks/data/tune-cartpole.yaml``'s rows (the run fields are the
@@ -63,6 +65,34 @@ def judge(tmp: Path, label: str, args: list[str]) -> dict[str, Any]:
     return {"wall_s": round(wall, 1), **summary(logdir)}
 
 
+def cli_row(agent: str, asked: list[Any], cli: int, steps: int, tmp: Path) -> dict[str, Any]:
+    """The first ``cli`` of the ``asked`` trials, each a ``python -m jaxrl.train`` process
+    with the trial's options and seed, for the whole budget (``stop_return`` off, as a
+    vmapped member trains on): their wall seconds and how far their final returns end from
+    the trials'."""
+    cli_s, apart = [], []
+    for t in asked[:cli]:
+        logdir = tmp / f"cli-{agent}-{t.number}"
+        options = [x for k, v in t.user_attrs["overrides"].items() for x in (f"--{k}", str(v))]
+        command = [sys.executable, "-m", "jaxrl.train", "--agent", agent, "--env", "CartPole"]
+        command += ["--steps", str(steps), "--seed", "0", "--log", "", "--logdir", str(logdir)]
+        cli_s.append(timed([*command, "--run.stop_return", "null", *options]))
+        if t.value is not None:  # a pruned trial has no final return to compare
+            apart.append(abs(summary(logdir)["final_eval_return"] - t.value))
+    per_cli = sum(cli_s) / len(cli_s)
+    return {
+        "agent": agent,
+        "what": f"python -m jaxrl.train, {cli} of the same trials one by one",
+        "steps": steps,
+        "trials": cli,
+        "wall_s": round(sum(cli_s), 1),
+        "per_trial_s": round(per_cli, 1),
+        "per_hour": round(3600 / per_cli),
+        "detail": "final returns apart from the trials' by up to "
+        + (f"{max(apart):.1f}" if apart else "n/a"),
+    }
+
+
 def measure(
     agent: str, count: int, batch: int, cli: int, tmp: Path, steps: int
 ) -> list[dict[str, Any]]:
@@ -72,22 +102,12 @@ def measure(
     tune_s = timed(tune)
     asked = trials(tmp / agent / "study.db", agent)
     pruned = sum(t.state.name == "PRUNED" for t in asked)
-    cli_s, matches = [], []
-    for t in asked[:cli]:
-        logdir = tmp / f"cli-{agent}-{t.number}"
-        options = [x for k, v in t.user_attrs["overrides"].items() for x in (f"--{k}", str(v))]
-        command = [sys.executable, "-m", "jaxrl.train", "--agent", agent, "--env", "CartPole"]
-        command += ["--steps", str(steps), "--seed", "0", "--log", "", "--logdir", str(logdir)]
-        cli_s.append(timed(command + options))
-        if t.value is not None:  # a pruned trial has no final return to compare
-            matches.append(abs(summary(logdir)["final_eval_return"] - t.value))
     best = tmp / agent / "best.yaml"
     found = judge(tmp, f"judge-{agent}-best", ["--config", str(best)])
     preset = judge(
         tmp, f"judge-{agent}-preset", ["--agent", agent, "--env", "CartPole", "--steps", str(steps)]
     )
     best_trial = int(re.search(r"trial (\d+), final", best.read_text()).group(1))
-    per_cli = sum(cli_s) / len(cli_s)
     rows = [
         {
             "agent": agent,
@@ -97,20 +117,10 @@ def measure(
             "wall_s": round(tune_s, 1),
             "per_trial_s": round(tune_s / count, 1),
             "per_hour": round(3600 * count / tune_s),
-            "note": f"{pruned} pruned",
-        },
-        {
-            "agent": agent,
-            "what": f"python -m jaxrl.train, {cli} of the same trials one by one",
-            "steps": steps,
-            "trials": cli,
-            "wall_s": round(sum(cli_s), 1),
-            "per_trial_s": round(per_cli, 1),
-            "per_hour": round(3600 / per_cli),
-            "note": "largest |final return - the trial's| "
-            + (f"{max(matches):.2f}" if matches else "n/a"),
+            "detail": f"{pruned} pruned",
         },
     ]
+    rows.append(cli_row(agent, asked, cli, steps, tmp))
     for label, judged in ((f"best found (trial {best_trial})", found), ("preset", preset)):
         ci = judged["final_iqm_ci"]
         rows.append(
@@ -134,10 +144,17 @@ def main() -> None:
     parser.add_argument("--cli-trials", type=int, default=4)
     parser.add_argument("--steps", type=int, help="env steps per trial (STEPS)")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--cli-only", type=Path, metavar="DIR", help="only the CLI runs of DIR/AGENT/study.db"
+    )
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for agent in args.agents:
+        for agent in args.agents if args.cli_only else ():
+            steps = args.steps or STEPS[agent]
+            asked = trials(args.cli_only / agent / "study.db", agent)
+            rows.append(cli_row(agent, asked, args.cli_trials, steps, Path(tmp)))
+        for agent in () if args.cli_only else args.agents:
             steps = args.steps or STEPS[agent]
             rows += measure(agent, args.trials, args.batch, args.cli_trials, Path(tmp), steps)
             print(yaml.safe_dump(rows[-4:], sort_keys=False), flush=True)
