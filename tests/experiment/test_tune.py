@@ -173,3 +173,36 @@ def test_builtin_spaces_name_valid_options(agent, spec):
     assert search.params
     if spec == "builtin-continuous":
         assert all(trials.is_continuous(p, search.continuous) for p in search.params)
+
+
+def test_ctrl_c_leaves_the_batch_to_be_asked_again(tmp_path, capsys, monkeypatch):
+    """SIGINT in a program (``guards.Interrupted`` from ``run_experiment``): exit code 130,
+    the batch's trials left running; the same command then fails them and trains their
+    parameters again. The programs are stood in for (no compile): the first is stopped,
+    the others return each member's ``agent.lr`` as its final return."""
+    import signal
+    import types
+
+    from jaxrl.experiment import guards
+
+    def stopped(config, logdir, console, launch):
+        raise guards.Interrupted("stopped by SIGINT at step 256 of 1,024", signal.SIGINT)
+
+    def finished(config, logdir, console, launch):
+        return types.SimpleNamespace(final_eval_returns=launch.sweep["lr"], run_dir=logdir)
+
+    (tmp_path / "space.yaml").write_text(SPACE)
+    command = [*TINY, "--space", str(tmp_path / "space.yaml"), "--study-name", "tiny"]
+    command += ["--logdir", str(tmp_path / "tunes"), "--batch", "3", "--trials", "3"]
+    monkeypatch.setattr(trials, "run_experiment", stopped)
+    assert main(command) == 130
+    assert "the same jaxrl tune command resumes the study" in capsys.readouterr().err
+    asked = _study(tmp_path / "tunes").get_trials()
+    assert [t.state.name for t in asked] == ["RUNNING"] * 3
+    monkeypatch.setattr(trials, "run_experiment", finished)
+    assert main(command) == 0
+    done = _study(tmp_path / "tunes").get_trials()
+    assert [t.state.name for t in done] == ["FAIL"] * 3 + ["COMPLETE"] * 3
+    for old, new in zip(done[:3], done[3:], strict=True):
+        assert new.user_attrs["retry_of"] == old.number and new.params == old.params
+        assert new.value == new.params["agent.lr"]
