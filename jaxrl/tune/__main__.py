@@ -39,8 +39,10 @@ def parse_args(argv: Sequence[str]) -> tuple[argparse.Namespace, dict[str, Any]]
 
     parser = ArgumentParser(
         prog="jaxrl tune",
+        usage="%(prog)s --agent NAME --env NAME [options] [--agent.KEY VALUE ...]",
         description="Search an agent's hyperparameters with Optuna; trials that share a "
-        "program shape train as one vmapped program.",
+        "program shape train as one vmapped program. Dotted overrides (--agent.n_step 3) hold "
+        "for every trial.",
     )
     parser.add_argument("--agent", default="dqn", help="agent name (dqn)")
     parser.add_argument("--env", default="CartPole-v1", help="environment name (CartPole-v1)")
