@@ -124,6 +124,7 @@ def run_group(
     fails the group's trials with the message as their ``error``."""
     import optuna
 
+    reporter = Reporter(study, trials)
     try:
         config = make_config({n: v for n, v in overrides[0].items() if n not in continuous})
         sweep = {
@@ -131,22 +132,22 @@ def run_group(
             for n in overrides[0]
             if n in continuous
         }
-        reporter = Reporter(study, trials)
         callbacks.register(REPORTER, lambda: reporter)
         launch = Launch(sweep=sweep, zip_sweep=True, loggers=[], callbacks=[REPORTER])
         summary = run_experiment(config, logdir, Console(quiet=True), launch)
     except ConfigError as e:
-        for trial in trials:
+        live = [t for t in trials if t.number not in reporter.pruned]
+        for trial in live:
             trial.set_user_attr("error", str(e))
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
-        return [Outcome(t.number, None, f"failed: {e}") for t in trials]
+        return [Outcome(t.number, None, f"failed: {e}") for t in live]
     except guards.NonFinite as e:
-        if len(trials) == 1:
+        live = [i for i, t in enumerate(trials) if t.number not in reporter.pruned]
+        done = [Outcome(t.number, None, "pruned") for t in trials if t.number in reporter.pruned]
+        if len(trials) == 1 and live:
             trials[0].set_user_attr("diverged", str(e))
             study.tell(trials[0], state=optuna.trial.TrialState.PRUNED)
             return [Outcome(trials[0].number, None, "diverged")]
-        live = [i for i, t in enumerate(trials) if t.number not in reporter.pruned]
-        done = [Outcome(t.number, None, "pruned") for t in trials if t.number in reporter.pruned]
         half = len(live) // 2
         for part in filter(None, (live[:half], live[half:])):
             done += run_group(

@@ -206,3 +206,37 @@ def test_ctrl_c_leaves_the_batch_to_be_asked_again(tmp_path, capsys, monkeypatch
     for old, new in zip(done[:3], done[3:], strict=True):
         assert new.user_attrs["retry_of"] == old.number and new.params == old.params
         assert new.value == new.params["agent.lr"]
+
+
+def test_a_diverging_member_costs_the_others_time_only(tmp_path, monkeypatch):
+    """A program with a member whose training diverges (``guards.NonFinite``) is split in
+    halves and run again until the diverging trial runs alone, which is told pruned; the
+    others complete with their own returns. Programs are stood in for: one diverges when
+    any member's ``lr`` is above 0.05, else returns each member's ``lr``."""
+    import types
+
+    from jaxrl.experiment import guards
+
+    programs = []
+
+    def program(config, logdir, console, launch):
+        lrs = launch.sweep["lr"]
+        programs.append(len(lrs))
+        if max(lrs) > 0.05:
+            raise guards.NonFinite("non-finite loss = nan at step 512")
+        return types.SimpleNamespace(final_eval_returns=lrs, run_dir=logdir)
+
+    (tmp_path / "space.yaml").write_text(SPACE)
+    command = [*TINY, "--space", str(tmp_path / "space.yaml"), "--study-name", "tiny"]
+    command += ["--logdir", str(tmp_path / "tunes"), "--batch", "8", "--trials", "8"]
+    monkeypatch.setattr(trials, "run_experiment", program)
+    assert main(command) == 0
+    done = _study(tmp_path / "tunes").get_trials()
+    for t in done:
+        if t.params["agent.lr"] > 0.05:
+            assert t.state.name == "PRUNED" and "non-finite" in t.user_attrs["diverged"]
+        else:
+            assert t.state.name == "COMPLETE" and t.value == t.params["agent.lr"]
+    diverging = sum(t.params["agent.lr"] > 0.05 for t in done)
+    assert 0 < diverging < 8  # the space's bounds make both kinds likely; seed 0 has both
+    assert programs[0] == 8 and sum(n == 1 for n in programs) >= diverging
