@@ -16,7 +16,7 @@ from jaxrl.tune.__main__ import main
 from tests.helpers import tiny_run, train_run
 
 # The tiny DQN of the CLI tests, with a searched learning rate and final epsilon.
-TINY = tiny_run("--steps 1024 --agent.buffer_size 256 --agent.target_update_period 64")
+TINY = tiny_run("--steps 768 --agent.buffer_size 256 --agent.target_update_period 64")
 TINY = [t for t in TINY if t not in ("--agent", "dqn", "--env", "CartPole")]
 SPACE = "agent.lr: {low: 1.0e-4, high: 0.3, log: true}\nagent.epsilon_end: {low: 0.01, high: 0.2}\n"
 
@@ -126,7 +126,7 @@ def test_a_study_resumes_prunes_and_writes_a_config_that_trains(tmp_path, capsys
     assert pruned
     for t in pruned:
         step, value = max(t.intermediate_values.items())
-        assert step >= 1024 // 3
+        assert step >= 768 // 3
         others = [
             c.intermediate_values[step]
             for c in done
