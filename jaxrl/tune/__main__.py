@@ -118,6 +118,25 @@ class Search:
         given = {flag: getattr(self.args, flag) for flag in flags}
         return resolve(**given, overrides={**self.overrides, **chosen})
 
+    def preset_form(self, chosen: Mapping[str, Any]) -> dict[str, Any]:
+        """A trial's config as a preset file holds one: the sections of the study's preset
+        (or the agent and env alone), the command's overrides, steps, seed and envs, and
+        the trial's ``chosen`` options. Options left out stay derived when the file is
+        trained (an on-policy agent's ``total_steps`` follows ``--steps``)."""
+        from jaxrl.experiment.config import load_preset
+
+        data = load_preset(self.base.preset) if self.base.preset else {}
+        data.pop("preset", None)
+        out = {s: dict(data.get(s) or {}) for s in ("agent", "env", "run")}
+        out["agent"]["name"], out["env"]["name"] = self.base.agent.name, self.base.env.name
+        out["env"].pop("family", None)
+        out["env"]["num_envs"] = self.base.env.num_envs
+        out["run"].update(steps=self.base.run.steps, seed=self.base.run.seed)
+        for name, value in {**self.overrides, **chosen}.items():
+            section, _, key = name.partition(".")
+            out[section][key] = value
+        return out
+
     def check_space(self) -> None:
         """ConfigError (one line) for a parameter that names no option of the agent, env or
         run, or whose bounds or choices are not valid values of it."""
@@ -215,9 +234,9 @@ def tune(search: Search) -> int:
             )
             results = ", ".join(f"{o.trial}: {o.note}" for o in outcomes)
             print(f"trials {results} ({time.perf_counter() - start:.0f} s)", flush=True)
-        study.write_best(opened, search.config, folder / study.BEST_FILE)
+        study.write_best(opened, search.preset_form, folder / study.BEST_FILE)
         done = study.finished(opened)
-    best = study.write_best(opened, search.config, folder / study.BEST_FILE)
+    best = study.write_best(opened, search.preset_form, folder / study.BEST_FILE)
     if best is None:
         print("no trial completed: no best config")
         return 0

@@ -20,7 +20,6 @@ from typing import Any
 
 import yaml
 
-from jaxrl.experiment.config import Experiment
 from jaxrl.types import ConfigError
 
 DB_FILE, BEST_FILE = "study.db", "best.yaml"
@@ -120,19 +119,19 @@ def finished(study: Any) -> int:
 
 
 def write_best(
-    study: Any, make_config: Callable[[Mapping[str, Any]], Experiment], path: Path
+    study: Any, preset_form: Callable[[Mapping[str, Any]], dict[str, Any]], path: Path
 ) -> Any:
-    """Writes ``path``: the best complete trial's config (every option resolved, in the
-    sections of a preset) with a header naming the study and trial; returns the trial,
-    or None (nothing written) before any trial completed."""
+    """Writes ``path``: the best complete trial's config as a preset is written (the
+    options the study's preset and command set, and the trial's; ``preset_form``) with a
+    header naming the study and trial; returns the trial, or None (nothing written)
+    before any trial completed."""
     optuna = optuna_module()
     complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     if not complete:
         return None
     best = study.best_trial
     overrides = best.user_attrs["overrides"]
-    data = make_config(overrides).to_dict()
-    data.pop("preset", None)
+    data = preset_form(overrides)
     searched = ", ".join(f"{k}={v}" for k, v in overrides.items())
     header = [
         f"# The best trial of study '{study.study_name}': trial {best.number}, final "
@@ -142,6 +141,7 @@ def write_best(
         f"# Searched: {searched}",
     ]
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text("\n".join(header) + "\n" + yaml.safe_dump(data, sort_keys=False))
+    body = yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
+    tmp.write_text("\n".join(header) + "\n" + body)
     os.replace(tmp, path)
     return best
