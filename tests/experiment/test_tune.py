@@ -240,3 +240,22 @@ def test_a_diverging_member_costs_the_others_time_only(tmp_path, monkeypatch):
     diverging = sum(t.params["agent.lr"] > 0.05 for t in done)
     assert 0 < diverging < 8  # the space's bounds make both kinds likely; seed 0 has both
     assert programs[0] == 8 and sum(n == 1 for n in programs) >= diverging
+
+
+def test_the_best_config_is_a_preset_whose_schedules_follow_steps(tmp_path):
+    """``best.yaml``'s form: the preset's options with the trial's, nothing derived pinned
+    (PPO's ``total_steps`` follows ``--steps`` when the file is trained longer)."""
+    from jaxrl.experiment.config import load_preset, resolve
+    from jaxrl.tune.__main__ import Search, parse_args
+
+    argv = ["--agent", "ppo", "--env", "CartPole", "--space", "builtin-continuous"]
+    search = Search(*parse_args([*argv, "--steps", "20480", "--agent.update_epochs", "2"]))
+    data = search.preset_form({"agent.lr": 1e-3})
+    preset = load_preset("cartpole-ppo")
+    assert data["agent"] == {**preset["agent"], "lr": 1e-3, "update_epochs": 2}
+    assert data["run"] == {**preset["run"], "steps": 20480, "seed": 0}
+    path = tmp_path / "best.yaml"
+    path.write_text(yaml.safe_dump(data))
+    assert resolve(config_file=str(path)).agent.option("total_steps") == 20480
+    longer = resolve(config_file=str(path), steps=40960)
+    assert longer.agent.option("total_steps") == 40960 and longer.agent.option("lr") == 1e-3
