@@ -16,6 +16,7 @@ COMMANDS = {
     "export-buffer": ("jaxrl.export_buffer", "export a run's replay buffer"),
     "plot": ("jaxrl.plot", "plot runs' learning curves"),
     "check-env": ("jaxrl.check_env", "check an environment against jaxrl's contract"),
+    "tune": ("jaxrl.tune.__main__", "search hyperparameters with Optuna (vmapped trials)"),
 }
 
 

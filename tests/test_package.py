@@ -56,6 +56,8 @@ def test_the_wheel_holds_the_presets_and_the_license(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     presets = {p.name for p in (ROOT / "jaxrl" / "presets").glob("*.yaml")}
     assert {Path(n).name for n in names if n.startswith("jaxrl/presets/")} == presets
+    spaces = {p.name for p in (ROOT / "jaxrl" / "tune" / "spaces").glob("*.yaml")}
+    assert {Path(n).name for n in names if n.startswith("jaxrl/tune/spaces/")} == spaces
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert any(n.endswith("entry_points.txt") for n in names)
 

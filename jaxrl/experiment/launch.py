@@ -23,6 +23,8 @@ class Launch:
     Attributes:
       seeds: number of seeds ``run.seed, run.seed + 1, ...`` trained as one program.
       sweep: swept continuous hyperparameters ``{name: [values]}`` (``agent.name``).
+      zip_sweep: the swept lists are zipped, point ``i`` taking the ``i``-th value of each
+        (``jaxrl tune``: one point per trial), instead of crossed into their grid.
       checkpoint_every: env steps between checkpoints (0: only at the end of the run).
       keep: checkpoints kept (the newest).
       loggers: where metric rows go besides ``metrics.jsonl``/``metrics.csv``
@@ -47,6 +49,7 @@ class Launch:
 
     seeds: int = 1
     sweep: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    zip_sweep: bool = False
     checkpoint_every: int = 0
     keep: int = 3
     loggers: list[str] = dataclasses.field(default_factory=lambda: ["tensorboard"])
@@ -81,6 +84,8 @@ class Launch:
         ):
             if value < least:
                 raise ConfigError(f"{flag} must be >= {least}, got {value}")
+        if self.zip_sweep and len({len(v) for v in self.sweep.values()}) > 1:
+            raise ConfigError("a zipped sweep needs as many values of every swept name")
         if not self.watchdog >= 0 or self.watchdog == float("inf"):
             raise ConfigError(f"--watchdog must be >= 0 seconds (0: off), got {self.watchdog}")
 
@@ -88,12 +93,16 @@ class Launch:
     def batched(self) -> bool:
         return self.seeds > 1 or bool(self.sweep)
 
+    def points(self) -> list[dict[str, float]]:
+        """The sweep's points: its grid (``sweep.grid``), or its zipped lists."""
+        return sweep.zipped(self.sweep) if self.zip_sweep else sweep.grid(self.sweep)
+
     def members(self, seed: int) -> list[dict[str, Any]]:
         """``{"seed": s, "agent.NAME": value, ...}`` per member: every point of the sweep
-        grid (``sweep.grid``) times the seeds ``seed, seed + 1, ...``; one for a single run."""
+        (``points``) times the seeds ``seed, seed + 1, ...``; one for a single run."""
         return [
             {"seed": seed + i, **{f"agent.{k}": v for k, v in point.items()}}
-            for point in sweep.grid(self.sweep)
+            for point in self.points()
             for i in range(self.seeds)
         ]
 

@@ -121,7 +121,7 @@ class Setup:
             return (key,)
         if self.launch.sweep and self._hparams is None:
             base = jax.jit(lambda k: self.agent.init(k).hparams)(jax.random.PRNGKey(0))
-            stacked = sweep.member_hparams(base, sweep.grid(self.launch.sweep), self.launch.seeds)
+            stacked = sweep.member_hparams(base, self.launch.points(), self.launch.seeds)
             self._hparams = sweep.shard(stacked, self.mesh)
         return key, self._hparams
 

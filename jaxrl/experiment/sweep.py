@@ -86,6 +86,12 @@ def grid(sweep: Mapping[str, Sequence[float]]) -> list[dict[str, float]]:
     return [dict(zip(names, values, strict=True)) for values in itertools.product(*sweep.values())]
 
 
+def zipped(sweep: Mapping[str, Sequence[float]]) -> list[dict[str, float]]:
+    """The points of a zipped sweep: point ``i`` takes the ``i``-th value of every name."""
+    names = list(sweep)
+    return [dict(zip(names, values, strict=True)) for values in zip(*sweep.values(), strict=True)]
+
+
 def member_hparams(hparams: Any, points: Sequence[Mapping[str, float]], seeds: int) -> Any:
     """``hparams`` stacked to ``[P * K]``: point ``p`` repeated for each of the ``K`` seeds."""
 

@@ -222,6 +222,41 @@ def test_read_only_logdir_is_one_line_exit_2(tmp_path, capsys):
     assert not os.path.exists(f"{read_only}/runs")
 
 
+# jaxrl tune (issue 56 part 2): a bad space or study database is found before any file
+# (study folder, database) is written.
+TUNE_CASES = [
+    (["--space", "{tmp}/space.yaml"], "agent.lrr: unknown option 'lrr' for agent 'dqn' (did you"),
+    (["--space", "{tmp}/tagged.yaml"], "is not valid YAML"),
+    (["--space", "{tmp}/empty.yaml"], "must map option names to distributions"),
+    (["--space", "{tmp}/dqn.yaml"], "'agent' must be an option like agent.lr, env.X or run.X"),
+    (["--space", "{tmp}/scalar.yaml"], "agent.lr must be a mapping such as {low: 0.1, high: 1.0}"),
+    (["--space", "{tmp}/lows.yaml"], "agent.lr has unknown key 'lo'; valid: low, high, log"),
+    (["--space", "{tmp}/missing.yaml"], "no such file"),
+    (["--agent", "rainbow"], "no built-in space for agent 'rainbow'; built-in: a2c, dqn, ppo"),
+    (["--storage", "sqlite:///{tmp}/a_file"], "a_file' is not a SQLite database"),
+    (["--storage", "sqlite:///{tmp}/missing/s.db"], "cannot be opened: unable to open database"),
+    (["--storage", "sqlite:///{tmp}/dqn.yaml"], "is not a SQLite database"),
+    (["--storage", "nosuchdb://x"], "cannot be opened: Can't load plugin"),
+    (["--pruner", "best"], "argument --pruner: invalid choice: 'best'"),
+    (["--trials", "0"], "--trials must be >= 1, got 0"),
+]
+
+
+@pytest.mark.parametrize("argv, fragment", TUNE_CASES, ids=lambda v: str(v)[:40])
+def test_bad_tune_input_is_one_line_exit_2_and_writes_nothing(tmp_path, capsys, argv, fragment):
+    from jaxrl.tune.__main__ import main as tune
+
+    _setup_files(tmp_path)
+    (tmp_path / "space.yaml").write_text("agent.lrr: {low: 1.0e-4, high: 1.0e-3}\n")
+    (tmp_path / "scalar.yaml").write_text("agent.lr: 0.001\n")
+    (tmp_path / "lows.yaml").write_text("agent.lr: {lo: 0.001}\n")
+    before = files(tmp_path)
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert tune([*argv, "--logdir", str(tmp_path / "tunes"), "--steps", "512"]) == 2
+    one_line_error(capsys, fragment)
+    assert files(tmp_path) == before
+
+
 def test_unknown_env_lists_families_not_every_game(capsys):
     assert main(["--env", "Cartpol"]) == 2
     err = one_line_error(capsys, "classic control (CartPole-v1")
