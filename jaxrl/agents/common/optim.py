@@ -228,6 +228,24 @@ def optimizer_step(
     return params, opt_state
 
 
+def parameter_norms(name: str, params: Any, grads: Any) -> dict[str, jax.Array]:
+    """Per-parameter logging as Emote's ``LogWeightsAndGradNorm`` does it: for each leaf of
+    ``params`` (and the matching leaf of ``grads``, the same tree) the L2 norm of the
+    weights and of their gradient, float32 scalars, keyed ``norms/NAME/PATH/weight`` and
+    ``norms/NAME/PATH/grad`` with ``PATH`` the leaf's keys joined by ``/``
+    (``params/Dense_0/kernel``)."""
+
+    def path_name(path: tuple) -> str:
+        return "/".join(str(getattr(k, "key", getattr(k, "idx", k))) for k in path)
+
+    out: dict[str, jax.Array] = {}
+    for kind, tree in (("weight", params), ("grad", grads)):
+        for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+            norm = jnp.sqrt(jnp.sum(jnp.square(leaf.astype(jnp.float32))))
+            out[f"norms/{name}/{path_name(path)}/{kind}"] = norm
+    return out
+
+
 def scheduled_lrs(cfg: OptimizerOptions, hparams: dict, step: jax.Array) -> dict:
     """``hparams`` with every learning rate (``lr`` and keys ending in ``_lr``: SAC's
     ``actor_lr``, ``critic_lr``, ``alpha_lr``) at env step ``step``; the same dict when

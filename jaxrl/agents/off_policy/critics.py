@@ -64,14 +64,16 @@ def critic_regression(
 
 class CriticStep(NamedTuple):
     """``critic_step``'s result: the critics' new ``params`` and ``opt_state``, the
-    ``loss`` and ``q_mean`` (float32 scalars) and ``td_error`` ``[B]`` (prioritized
-    replay's new priorities; None without importance weights)."""
+    ``loss`` and ``q_mean`` (float32 scalars), ``td_error`` ``[B]`` (prioritized
+    replay's new priorities; None without importance weights) and the ``grads`` the step
+    took (the params' tree)."""
 
     params: Any
     opt_state: Any
     loss: jax.Array
     q_mean: jax.Array
     td_error: jax.Array | None
+    grads: Any = None
 
 
 def critic_step(
@@ -103,4 +105,4 @@ def critic_step(
     params, opt_state = optimizer_step(
         optimizer, learner.critic_params, grads, learner.critic_opt_state, hparams["critic_lr"]
     )
-    return CriticStep(params, opt_state, loss, q_mean, td_error)
+    return CriticStep(params, opt_state, loss, q_mean, td_error, grads)

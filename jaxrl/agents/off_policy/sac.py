@@ -56,7 +56,7 @@ import jax.numpy as jnp
 from jaxrl.agents.auxiliary.base import Encoder
 from jaxrl.agents.auxiliary.latent_prior import with_latent_prior
 from jaxrl.agents.common.action_box import action_box
-from jaxrl.agents.common.optim import optimizer_step
+from jaxrl.agents.common.optim import optimizer_step, parameter_norms
 from jaxrl.agents.off_policy.core import (
     Algorithm,
     LearnerState,
@@ -109,6 +109,8 @@ class SACConfig(OffPolicyConfig):
         ends at; None: constant. Emote's ``t_entropy`` given as a ``LinearSchedule``,
         which steps once per backward pass.
       target_entropy_steps: that schedule's length in gradient steps.
+      log_parameter_norms: log the L2 norm of each actor and critic parameter and of its
+        gradient (Emote's). The metrics are ``norms/actor/...`` and ``norms/critic/...``.
     """
 
     num_critics: int = option(2, ge=1)
@@ -122,6 +124,7 @@ class SACConfig(OffPolicyConfig):
     terminal_masking: bool = True
     target_entropy_end: float | None = option(None)
     target_entropy_steps: int | None = option(None, ge=1)
+    log_parameter_norms: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -251,9 +254,11 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
             q = critic.apply(critic_params, batch.obs, action).min(axis=0)
             return jnp.mean(alpha * log_prob - q), log_prob
 
-        (pi_loss, log_prob), grads = jax.value_and_grad(actor_loss, has_aux=True)(actor_params)
+        (pi_loss, log_prob), actor_grads = jax.value_and_grad(actor_loss, has_aux=True)(
+            actor_params
+        )
         actor_params, actor_opt_state = optimizer_step(
-            optimizer, actor_params, grads, learner.actor_opt_state, h["actor_lr"]
+            optimizer, actor_params, actor_grads, learner.actor_opt_state, h["actor_lr"]
         )
 
         # Temperature.
@@ -291,6 +296,9 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
             metrics["target_entropy"] = target
         if critics.td_error is not None:  # prioritized replay: the skeleton's new priorities
             metrics["td_error"] = critics.td_error
+        if cfg.log_parameter_norms:
+            metrics |= parameter_norms("actor", actor_params, actor_grads)
+            metrics |= parameter_norms("critic", critic_params, critics.grads)
         return learner, metrics
 
     return Algorithm(

@@ -256,3 +256,21 @@ def test_schedules_of_q_learning_and_actor_critic_configs():
     )
     assert float(got["gamma"]) == np.float32(0.99)
     assert scheduled_lrs(OptimizerOptions(), h, jnp.int32(25)) is h  # constant: untouched
+
+
+def test_parameter_norms_against_numpy():
+    from jaxrl.agents.common.optim import parameter_norms
+
+    rng = np.random.default_rng(0)
+    dense = {"kernel": rng.normal(size=(3, 4)), "bias": rng.normal(size=4)}
+    params = {"params": {"Dense_0": dense}}
+    grads = jax.tree.map(lambda x: 2.0 * x + 1.0, params)
+    params, grads = jax.tree.map(lambda x: jnp.asarray(x, jnp.float32), (params, grads))
+    got = parameter_norms("critic", params, grads)
+    for leaf in ("kernel", "bias"):
+        w = np.asarray(params["params"]["Dense_0"][leaf], np.float64)
+        g = np.asarray(grads["params"]["Dense_0"][leaf], np.float64)
+        key = f"norms/critic/params/Dense_0/{leaf}"
+        np.testing.assert_allclose(float(got[f"{key}/weight"]), np.sqrt((w**2).sum()), rtol=1e-6)
+        np.testing.assert_allclose(float(got[f"{key}/grad"]), np.sqrt((g**2).sum()), rtol=1e-6)
+    assert len(got) == 4

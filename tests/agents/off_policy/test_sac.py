@@ -128,3 +128,44 @@ def test_trains_on_pendulum_in_the_fused_runner():
     assert int(state.agent_state.learner.updates) == learned.sum()
     assert float(metrics["alpha"][learned][-1]) < 1.0  # entropy above -|A| lowers alpha
     assert np.isfinite(metrics["eval_return"][-1])
+
+
+def named_leaves(tree, prefix=()):
+    """``(name, leaf)`` of every leaf of nested mappings, names joined by ``/``."""
+    for key, value in tree.items():
+        if hasattr(value, "items"):
+            yield from named_leaves(value, (*prefix, key))
+        else:
+            yield "/".join((*prefix, key)), value
+
+
+def test_parameter_norms_are_the_new_weights_and_the_steps_gradients():
+    """Emote's per-parameter logging: with plain SGD the gradient is ``(old - new) / lr``,
+    so each logged gradient norm can be checked from the parameters alone."""
+    lr = 1e-2
+    opts = dict(TINY, optimizer="sgd", actor_lr=lr, critic_lr=lr, log_parameter_norms=True)
+    agent = agents.make("sac", SPEC, **opts)
+    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
+    new, metrics = jax.jit(agent.update)(state, one_transition(1, False), jax.random.PRNGKey(2))
+    norms = {k for k in metrics if k.startswith("norms/")}
+    sides = [
+        ("actor", state.learner.actor_params, new.learner.actor_params),
+        ("critic", state.learner.critic_params, new.learner.critic_params),
+    ]
+    expected = set()
+    for side, old, cur in sides:
+        old_leaves = dict(named_leaves(old))
+        for name, w in named_leaves(cur):
+            key = f"norms/{side}/{name}"
+            expected |= {f"{key}/weight", f"{key}/grad"}
+            np.testing.assert_allclose(
+                float(metrics[f"{key}/weight"]), np.linalg.norm(as64(w)), rtol=1e-5
+            )
+            grad = (as64(old_leaves[name]) - as64(w)) / lr
+            np.testing.assert_allclose(
+                float(metrics[f"{key}/grad"]), np.linalg.norm(grad), rtol=2e-3, atol=1e-6
+            )
+    assert norms == expected and len(expected) >= 8
+    quiet = agents.make("sac", SPEC, **dict(opts, log_parameter_norms=False))
+    _, metrics = jax.jit(quiet.update)(state, one_transition(1, False), jax.random.PRNGKey(2))
+    assert not any(k.startswith("norms/") for k in metrics)
