@@ -151,6 +151,33 @@ TRAIN_CASES = [
         ["--import", "tests.user_code", "--agent", "wrong_actions"],
         "act must return actions int32[1] for 1 envs, got float32[1, 2]",
     ),
+    # issue 57 part 3: a user's extra loss (tests/user_extra_losses.py)
+    (
+        [
+            "--import",
+            "tests.user_extra_losses",
+            "--agent.extra_losses",
+            "tests.user_extra_losses:per_row_loss",
+        ],
+        "extra loss 'per_row_loss' must return (float scalar loss, metrics dict); got a loss",
+    ),
+    (
+        ["--agent.extra_losses", "tests.user_extra_losses:l2"],
+        "would import module 'tests.user_extra_losses', which the command line did not name",
+    ),
+    (
+        [
+            "--import",
+            "tests.user_extra_losses",
+            "--agent.extra_losses",
+            "tests.user_extra_losses:not_a_loss",
+        ],
+        "must return a jaxrl.agents.ExtraLoss, got function",
+    ),
+    (
+        ["--import", "tests.user_extra_losses", "--agent.extra_losses", "l2"],
+        "option 'extra_losses' needs package.module:function, got 'l2'",
+    ),
     # issue 58: memory cells and the partially observed tasks
     (["--agent", "ppo", "--agent.cell", "grux"], "unknown cell 'grux' (did you mean 'gru'?)"),
     (

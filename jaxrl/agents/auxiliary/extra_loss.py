@@ -118,7 +118,7 @@ def load(names: Sequence[str], spec: EnvSpec, agent: str) -> tuple[tuple[str, Ex
     """``((attr, ExtraLoss), ...)`` of ``package.module:function`` names, each function
     called with ``spec``; ConfigError (one line) where a name cannot be imported, is not
     trusted (``jaxrl.trust``) or does not give an ``ExtraLoss``."""
-    out = []
+    out: list[tuple[str, ExtraLoss]] = []
     for path in names:
         fn = trust.user_function(path, "extra_losses", agent)
         what = f"agent '{agent}' option 'extra_losses': '{path}'"
@@ -183,7 +183,7 @@ def check_attached(
     flag = jax.ShapeDtypeStruct((2,), jnp.bool_)
     obs = batched_spec(spec.obs_spec, 2)
     reward = jax.ShapeDtypeStruct((2,), jnp.float32)
-    check(users, params, Transition(obs, lead(action), reward, obs, flag, flag, {}), agent)
+    check(users, params, Transition[Any](obs, lead(action), reward, obs, flag, flag, {}), agent)
 
 
 __all__ = ["ExtraLoss", "check", "load", "sample_data"]

@@ -288,8 +288,8 @@ def make_off_policy_agent(
         auxiliary = base._replace(learners=(*base.learners, *learners))
     users = getattr(cfg, "extra_losses", ())
     if auxiliary is not None and users:  # a user's terms, checked on the critic
-        obs, act = jnp.zeros((1, *spec.obs_shape), spec.obs_dtype), jnp.zeros((1, action_dim))
-        params = jax.eval_shape(lambda k: algorithm.critic.init(k, obs, act), KEY)
+        obs, zero = jnp.zeros((1, *spec.obs_shape), spec.obs_dtype), jnp.zeros((1, action_dim))
+        params = jax.eval_shape(lambda k: algorithm.critic.init(k, obs, zero), KEY)
         action = jax.ShapeDtypeStruct((action_dim,), jnp.float32)
         check_attached(auxiliary.learners, users, params, spec, action, name)
 
