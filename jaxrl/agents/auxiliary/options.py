@@ -66,9 +66,9 @@ class AuxiliaryOptions(Options):
       curl_lr: Adam's learning rate for ``W`` and the projection head (1e-4).
       curl_hidden, curl_dim: the projection head's widths (256, 128).
       curl_logit_scale: the InfoNCE logits' scale (0.1 as the reference; the paper: 1).
-      extra_losses: a user's extra loss terms, each ``package.module:function`` (with
-        ``--import package.module`` on the command line), a function of the env's spec
-        returning a ``jaxrl.agents.ExtraLoss``. See ``docs/how-to/extra-losses.md``.
+      extra_losses: a user's extra loss terms, each named ``package.module:function``.
+        The function takes the env's spec and returns a ``jaxrl.agents.ExtraLoss``; on the
+        command line give ``--import package.module`` too. See ``docs/how-to/extra-losses.md``.
     """
 
     demo_file: str | None = None
