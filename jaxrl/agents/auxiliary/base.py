@@ -272,8 +272,6 @@ class AuxiliarySteps(NamedTuple):
     after_step: ``(aux_state, aux_grads, new params) -> aux_state``.
     nan_metrics: ``(shapes thunk) -> metrics``, NaN metrics for an update that did not
       learn (``shapes`` returns the learning branch's metric shapes).
-    on_metrics: ``(metrics, aux_state) -> metrics``, every learner's ``on_metrics`` in
-      turn on the update's metrics (the skeleton calls it once per update).
     """
 
     prepare: Callable[..., tuple[Any, Transition, dict[str, jax.Array]]]
@@ -281,15 +279,13 @@ class AuxiliarySteps(NamedTuple):
     combine: Callable[[Any, Any], Any]
     after_step: Callable[[Any, Any, Any], Any]
     nan_metrics: Callable[[Callable[[], Any]], dict[str, jax.Array]]
-    on_metrics: Callable[[dict[str, jax.Array], Any], dict[str, jax.Array]] = (
-        lambda metrics, aux_state: metrics
-    )
 
 
 def on_metrics(
     aux: Auxiliary, metrics: dict[str, jax.Array], aux_state: dict[str, Any]
 ) -> dict[str, jax.Array]:
-    """``metrics`` through every learner's ``on_metrics`` (with its state), in order."""
+    """``metrics`` through every learner's ``on_metrics`` (with its state), in order; the
+    skeleton calls it once per update, on the update's metrics."""
     for name, learner in aux.learners:
         if learner.on_metrics is not None:
             metrics = learner.on_metrics(dict(metrics), aux_state[name])
@@ -320,10 +316,6 @@ def auxiliary_steps(aux: Auxiliary | None, windows: bool) -> AuxiliarySteps:
         after_step=lambda aux_state, aux_grads, params: aux_state,
         nan_metrics=nan,
     )
-    if any(learner.on_metrics is not None for _, learner in aux.learners):
-        steps = steps._replace(
-            on_metrics=lambda metrics, aux_state: on_metrics(aux, metrics, aux_state)
-        )
     if not has_loss(aux):
         return steps
     return steps._replace(

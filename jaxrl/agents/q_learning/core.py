@@ -313,7 +313,9 @@ def learn_from_replay(p: _Parts, state: QLearningState, key: jax.Array, env_step
         aux=aux_state,
     )
     metrics = {"loss": loss, "q_mean": q_mean, "epsilon": _epsilon(p, state, True)}
-    metrics = p.aux_steps.on_metrics({**metrics, **aux_metrics}, aux_state)
+    metrics.update(aux_metrics)
+    if p.aux is not None:  # the learners' on_metrics (none: metrics as they are)
+        metrics = aux_lib.on_metrics(p.aux, metrics, aux_state)
     return p.explorer.noise.adapt(state, metrics, key)
 
 
