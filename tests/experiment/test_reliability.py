@@ -47,6 +47,7 @@ def _setup_files(tmp):
     (tmp / "empty.yaml").write_text("")
     (tmp / "tagged.yaml").write_text("!!python/object:os.system\nagent: {}\n")
     (tmp / "dqn.yaml").write_text("agent: {name: dqn, buffer_size: 100}\n")
+    (tmp / "l2.yaml").write_text("agent: {name: dqn, extra_losses: [tests.user_extra_losses:l2]}\n")
     (tmp / "edited.yaml").write_text("agent: {name: ppo, buffer_size: 100}\n")
     run = tmp / "logs" / "dqn_CartPole-v1_s0_1"
     run.mkdir(parents=True)
@@ -162,7 +163,7 @@ TRAIN_CASES = [
         "extra loss 'per_row_loss' must return (float scalar loss, metrics dict); got a loss",
     ),
     (
-        ["--agent.extra_losses", "tests.user_extra_losses:l2"],
+        ["--config", "{tmp}/l2.yaml"],
         "would import module 'tests.user_extra_losses', which the command line did not name",
     ),
     (

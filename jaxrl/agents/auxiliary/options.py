@@ -67,8 +67,8 @@ class AuxiliaryOptions(Options):
       curl_hidden, curl_dim: the projection head's widths (256, 128).
       curl_logit_scale: the InfoNCE logits' scale (0.1 as the reference; the paper: 1).
       extra_losses: a user's extra loss terms, each named ``package.module:function``.
-        The function takes the env's spec and returns a ``jaxrl.agents.ExtraLoss``; on the
-        command line give ``--import package.module`` too. See ``docs/how-to/extra-losses.md``.
+        The function takes the env's spec and returns a ``jaxrl.agents.ExtraLoss``; a config
+        file naming one needs ``--import package.module``. See ``docs/how-to/extra-losses.md``.
     """
 
     demo_file: str | None = None
