@@ -300,10 +300,13 @@ def _loggers(value: str) -> list[str]:
 def named_modules(args: argparse.Namespace, overrides: dict[str, Any]) -> list[str]:
     """The modules the command line names, which its names may import (``jaxrl.trust``):
     ``--import``'s, and those of ``module:attr`` names in ``--agent``, ``--agents``,
-    ``--env``, ``--callback``, ``--*.name`` and ``--*_fn`` overrides (MBPO's
-    ``termination_fn``, ``reward_fn``)."""
+    ``--env``, ``--callback``, ``--*.name``, ``--*_fn`` overrides (MBPO's
+    ``termination_fn``, ``reward_fn``) and ``--*.extra_losses`` (a name or a list)."""
     names = [args.agent, args.env, *_names(args.agents or ""), *args.callback]
     names += [v for k, v in overrides.items() if k.endswith((".name", "_fn"))]
+    for k, v in overrides.items():
+        if k.endswith(".extra_losses"):
+            names += v if isinstance(v, list) else [v]
     return [*args.imports, *filter(None, map(trust.module_of, names))]
 
 

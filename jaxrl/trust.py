@@ -122,6 +122,23 @@ def import_module(module: str, what: str) -> ModuleType:
         sys.path.remove(os.getcwd())
 
 
+def user_function(path: str, option_name: str, name: str) -> Callable:
+    """The function ``package.module:function`` names (``jaxrl.trust``: under the command
+    line only a module it named); ConfigError (one line) where it cannot be had."""
+    module_name, colon, attr = path.partition(":")
+    what = f"agent '{name}' option '{option_name}'"
+    if not colon or not module_name or not attr:
+        raise ConfigError(f"{what} needs package.module:function, got '{path}'")
+    try:
+        module = import_module(module_name, what)
+    except ImportError as e:
+        raise ConfigError(f"{what}: cannot import module '{module_name}': {e}") from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise ConfigError(f"{what}: module '{module_name}' has no function '{attr}'")
+    return fn
+
+
 def is_user_code(fn: object) -> bool:
     """Whether ``fn`` (a factory, maybe a ``functools.partial``) comes from outside the
     library: the boundary where a user's env or agent is checked."""

@@ -56,6 +56,8 @@ def coerce(value: Any, tp: Any, where: str) -> Any:
         valid = ", ".join(repr(a) for a in args)
         raise ConfigError(f"{where}: {value!r} is not one of {valid}")
     if origin is tuple:
+        if isinstance(value, str) and args[0] is str:  # one name: a list of one
+            value = [value]
         if not isinstance(value, list | tuple):
             raise ConfigError(f"{where}: expected a list of {_type_name(args[0])}, got {value!r}")
         return tuple(coerce(v, args[0], where) for v in value)

@@ -336,7 +336,11 @@ def _register_builtins() -> None:
 
 _register_builtins()
 
+from jaxrl.agents.auxiliary.extra_loss import ExtraLoss, sample_data  # noqa: E402
+
 __all__ = [
+    "ExtraLoss",
+    "sample_data",
     "AgentConfig",
     "AgentEntry",
     "available",

@@ -47,6 +47,7 @@ def _setup_files(tmp):
     (tmp / "empty.yaml").write_text("")
     (tmp / "tagged.yaml").write_text("!!python/object:os.system\nagent: {}\n")
     (tmp / "dqn.yaml").write_text("agent: {name: dqn, buffer_size: 100}\n")
+    (tmp / "l2.yaml").write_text("agent: {name: dqn, extra_losses: [tests.user_extra_losses:l2]}\n")
     (tmp / "edited.yaml").write_text("agent: {name: ppo, buffer_size: 100}\n")
     run = tmp / "logs" / "dqn_CartPole-v1_s0_1"
     run.mkdir(parents=True)
@@ -150,6 +151,33 @@ TRAIN_CASES = [
     (
         ["--import", "tests.user_code", "--agent", "wrong_actions"],
         "act must return actions int32[1] for 1 envs, got float32[1, 2]",
+    ),
+    # issue 57 part 3: a user's extra loss (tests/user_extra_losses.py)
+    (
+        [
+            "--import",
+            "tests.user_extra_losses",
+            "--agent.extra_losses",
+            "tests.user_extra_losses:per_row_loss",
+        ],
+        "extra loss 'per_row_loss' must return (float scalar loss, metrics dict); got a loss",
+    ),
+    (
+        ["--config", "{tmp}/l2.yaml"],
+        "would import module 'tests.user_extra_losses', which the command line did not name",
+    ),
+    (
+        [
+            "--import",
+            "tests.user_extra_losses",
+            "--agent.extra_losses",
+            "tests.user_extra_losses:not_a_loss",
+        ],
+        "must return a jaxrl.agents.ExtraLoss, got function",
+    ),
+    (
+        ["--import", "tests.user_extra_losses", "--agent.extra_losses", "l2"],
+        "option 'extra_losses' needs package.module:function, got 'l2'",
     ),
     # issue 58: memory cells and the partially observed tasks
     (["--agent", "ppo", "--agent.cell", "grux"], "unknown cell 'grux' (did you mean 'gru'?)"),
@@ -684,7 +712,8 @@ def test_every_declared_range_is_checked_by_the_one_validation_path(where, cls):
         spec = declared_range(cls, name)
         kinds = {tp, *typing.get_args(tp)}
         if spec is None:
-            numeric = kinds & {int, float} or typing.get_origin(tp) is tuple
+            names = typing.get_args(tp)[:1] == (str,)  # a tuple of names has no range
+            numeric = kinds & {int, float} or (typing.get_origin(tp) is tuple and not names)
             assert not numeric or name in any_real, f"{where}: {name} declares no range"
             continue
         bad = _outside(spec)

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxrl.agents.auxiliary.base import AuxLearner
+from jaxrl.agents.auxiliary.extra_loss import ExtraLoss
 from jaxrl.agents.common.optim import optimizer_step
 from jaxrl.networks import MLP
 from jaxrl.ops.amp import (
@@ -86,12 +86,12 @@ def _learner(
     reward,
     hparams: dict[str, float],
     reference: np.ndarray | None,
-) -> AuxLearner:
-    """An ``AuxLearner`` around a ``Discriminator`` trained by ``discriminator_loss`` on
+) -> ExtraLoss:
+    """An ``ExtraLoss`` around a ``Discriminator`` trained by ``discriminator_loss`` on
     ``positive_negative(state, batch, key) -> (positive, negative)``."""
     net = Discriminator(tuple(hidden_sizes))
 
-    def init(key):
+    def init(key, agent_params=None):
         params = net.init(key, jnp.zeros((1, features_size), jnp.float32))
         state = {"params": params, "opt_state": optax.scale_by_adam().init(params)}
         if reference is not None:
@@ -110,7 +110,7 @@ def _learner(
     def reward_fn(state, batch: Transition, h):
         return reward(lambda x: net.apply(state["params"], x), batch, h)
 
-    return AuxLearner(init=init, update=update, reward=reward_fn, hparams=hparams)
+    return ExtraLoss(init=init, update=update, reward=reward_fn, hparams=hparams)
 
 
 def make_amp(
@@ -119,7 +119,7 @@ def make_amp(
     grad_penalty: float = 10.0,
     lr: float = 3e-4,
     style_reward_weight: float = 1.0,
-) -> AuxLearner:
+) -> ExtraLoss:
     """AMP's discriminator and style reward (module docstring) with reference transitions
     ``reference`` (``obs``, ``next_obs`` ``[M, ...]``). ``grad_penalty`` is the paper's
     :math:`w^{gp}` = 10; ``lr`` and ``style_reward_weight`` go to ``hparams``
@@ -148,7 +148,7 @@ def make_action_symmetry(
     grad_penalty: float = 10.0,
     lr: float = 3e-4,
     confusion_reward_weight: float = 1.0,
-) -> AuxLearner:
+) -> ExtraLoss:
     """Emote's action-symmetry discriminator and confusion reward (module docstring);
     ``right_action_map`` and ``left_action_map`` index the action's last axis, one side
     each, pairwise mirrored; ``hparams``: ``symmetry_lr``, ``confusion_reward_weight``."""

@@ -1,9 +1,10 @@
 """The one mechanism by which auxiliary learners and demonstrations attach to an agent.
 
 An auxiliary learner (AMP's discriminator, an action-symmetry discriminator, the VAE
-action prior of ``agents/auxiliary/latent_prior.py``; later a CURL encoder) is an ``AuxLearner``:
-pure functions over its own state pytree (its parameters, its optimizer state, reference
-data), in the way the agent is.
+action prior of ``agents/auxiliary/latent_prior.py``, CURL, a user's loss) is an
+``ExtraLoss`` (``agents/auxiliary/extra_loss.py``, public as ``jaxrl.agents.ExtraLoss``;
+``AuxLearner`` here): pure functions over its own state pytree (its parameters, its
+optimizer state, reference data), in the way the agent is.
 An ``Auxiliary`` bundles the learners an agent was configured with and, optionally, a
 read-only demonstration buffer (``buffers/demonstrations.py``). The agent keeps one
 field for it, ``aux`` (``LearnerState.aux`` in the off-policy actor-critic skeleton,
@@ -15,10 +16,11 @@ Contract
 --------
 ``AuxLearner``:
 
-* ``init(key) -> aux_state``: a pytree of arrays (no Python objects), built once with the
-  agent's state (its key is ``fold_in(agent_key, AUX_KEY + i)``, so the agent's own
-  random draws are unchanged).
-* ``update(aux_state, batch, hparams, key) -> (aux_state, metrics)``: one gradient step
+* ``init(key, params) -> aux_state``: a pytree of arrays (no Python objects), built once
+  with the agent's state (its key is ``fold_in(agent_key, AUX_KEY + i)``, so the agent's
+  own random draws are unchanged; ``params`` the agent's initial network parameters). A
+  learner's ``data`` (a data group ``[M, ...]``) is added at ``aux_state["data"]``.
+* ``update(aux_state, batch, hparams, key) -> (aux_state, metrics)`` or None: one step
   on a replay batch ``Transition`` ``[B, ...]`` (the agent's own data: actions as the
   agent stores them, e.g. normalized to ``[-1, 1]`` by the actor-critic skeleton);
   ``metrics`` are float32 scalars, named ``<learner>/<metric>`` by ``step``.
@@ -26,6 +28,8 @@ Contract
   the batch's reward before the agent's loss (a reward transform; no gradient flows).
 * ``hparams``: the learner's continuous hyperparameters (name -> float), added to the
   agent's ``hparams`` so that ``--sweep`` reaches them (e.g. ``style_reward_weight``).
+* ``on_metrics(metrics, aux_state) -> metrics`` or None: the agent update's metrics,
+  once per update (after its gradient steps), inside the compiled update.
 
 ``step(aux, aux_state, batch, hparams, key)`` runs, inside the agent's jitted gradient
 step and before the agent's own loss: (1) every learner's ``update`` on the replay batch
@@ -54,8 +58,8 @@ agent's encoder) has two more functions, both optional (None for AMP and its kin
   the agent's *new* parameters: the learner applies its own optimizer and updates
   anything it derives from the agent (CURL's momentum encoder).
 
-Such a learner's ``init`` takes the agent's initial parameters too: ``init(key, params)``
-(CURL's momentum encoder starts as a copy of the agent's encoder). Its keys come from
+CURL's ``init`` starts its momentum encoder as a copy of the agent's encoder (``params``).
+Its ``after_step`` may be None (its parameters, if any, then stay). Its keys come from
 ``fold_in(key, AUX_KEY + 1)`` of the step's key. With no loss learner attached (CURL off)
 the skeleton's gradient step is the plain one, so its program is unchanged bit for bit.
 """
@@ -63,71 +67,20 @@ the skeleton's gradient step is the plain one, so its program is unchanged bit f
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol, TypeGuard, cast
+from typing import Any, NamedTuple, TypeGuard
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxrl.agents.auxiliary.extra_loss import ExtraLoss
 from jaxrl.buffers.demonstrations import mix_batch, sample_demos
 from jaxrl.types import Transition
 
 AUX_KEY = 0x5EED  # folded into the agent's keys for everything auxiliary
 
 
-class UpdateFn(Protocol):
-    """``update(aux_state, batch, hparams, key) -> (aux_state, metrics)``."""
-
-    def __call__(
-        self, aux_state: Any, batch: Transition, h: dict[str, jax.Array], key: jax.Array, /
-    ) -> tuple[Any, dict[str, jax.Array]]: ...
-
-
-class RewardFn(Protocol):
-    """``reward(aux_state, batch [B], hparams) -> [B]``, a term added to the reward."""
-
-    def __call__(
-        self, aux_state: Any, batch: Transition, h: dict[str, jax.Array], /
-    ) -> jax.Array: ...
-
-
-class LossFn(Protocol):
-    """``loss(aux_state, params, batch, hparams, key) -> (term, metrics)``: a term of the
-    agent's loss, differentiated with respect to ``params`` and ``aux_state["params"]``."""
-
-    def __call__(
-        self,
-        aux_state: Any,
-        params: Any,
-        batch: Transition,
-        h: dict[str, jax.Array],
-        key: jax.Array,
-        /,
-    ) -> tuple[jax.Array, dict[str, jax.Array]]: ...
-
-
-class AfterStepFn(Protocol):
-    """``after_step(aux_state, grads, params, hparams) -> aux_state``: the learner's own
-    step with its gradient and the agent's new ``params`` (a learner with a loss term)."""
-
-    def __call__(
-        self, aux_state: Any, grads: Any, params: Any, h: dict[str, jax.Array], /
-    ) -> Any: ...
-
-
-class AuxLearner(NamedTuple):
-    """An auxiliary learner as pure functions over its own state (module docstring).
-
-    ``init`` is ``init(key)``, or ``init(key, params)`` (the agent's initial network
-    parameters) for a learner with a ``loss`` term, which also has an ``after_step``.
-    """
-
-    init: Callable[..., Any]
-    update: UpdateFn
-    reward: RewardFn | None = None
-    hparams: dict[str, float] = {}
-    loss: LossFn | None = None
-    after_step: AfterStepFn | None = None
+AuxLearner = ExtraLoss  # the name the agents' code uses
 
 
 class Encoder(NamedTuple):
@@ -168,8 +121,9 @@ def init(aux: Auxiliary | None, key: jax.Array, params: Any = None) -> dict[str,
     if aux.demo_count:
         state["demos"] = jax.tree.map(jax.numpy.asarray, aux.demos)
     for i, (name, learner) in enumerate(aux.learners):
-        k = jax.random.fold_in(key, AUX_KEY + i)
-        state[name] = learner.init(k) if learner.loss is None else learner.init(k, params)
+        state[name] = learner.init(jax.random.fold_in(key, AUX_KEY + i), params)
+        if learner.data is not None:
+            state[name] = {**state[name], "data": jax.tree.map(jnp.asarray, learner.data)}
     return state
 
 
@@ -180,7 +134,15 @@ def has_loss(aux: Auxiliary | None) -> TypeGuard[Auxiliary]:
 
 def trainable(aux: Auxiliary, aux_state: dict[str, Any]) -> dict[str, Any]:
     """``{name: aux_state[name]["params"]}`` of the learners with a loss term."""
-    return {n: aux_state[n]["params"] for n, learner in aux.learners if learner.loss is not None}
+    return {
+        n: aux_state[n]["params"] if _has_params(aux_state[n]) else {}
+        for n, learner in aux.learners
+        if learner.loss is not None
+    }
+
+
+def _has_params(state: Any) -> bool:
+    return isinstance(state, dict) and "params" in state
 
 
 def loss_terms(
@@ -199,7 +161,9 @@ def loss_terms(
     for i, (name, learner) in enumerate(aux.learners):
         if learner.loss is None:
             continue
-        state = {**aux_state[name], "params": aux_params[name]}
+        state = aux_state[name]
+        if _has_params(state):
+            state = {**state, "params": aux_params[name]}
         term, m = learner.loss(state, params, batch, h, jax.random.fold_in(key, i))
         total = total + term
         metrics.update({f"{name}/{k}": v for k, v in m.items()})
@@ -213,9 +177,8 @@ def after_step(
     ``aux_grads``) and the agent's new params; the hyperparameters are ``constants``."""
     h, aux_state = constants(aux), dict(aux_state)
     for name, learner in aux.learners:
-        if learner.loss is not None:  # a learner with a loss term has an after_step
-            after = cast(AfterStepFn, learner.after_step)
-            aux_state[name] = after(aux_state[name], grads[name], params, h)
+        if learner.loss is not None and learner.after_step is not None:
+            aux_state[name] = learner.after_step(aux_state[name], grads[name], params, h)
     return aux_state
 
 
@@ -240,6 +203,8 @@ def step(
     demo_key, *keys = jax.random.split(key, len(aux.learners) + 1)
     aux_state, metrics = dict(aux_state), {}
     for (name, learner), k in zip(aux.learners, keys, strict=True):
+        if learner.update is None:
+            continue
         aux_state[name], m = learner.update(aux_state[name], batch, h, k)
         metrics.update({f"{name}/{key}": value for key, value in m.items()})
     if aux.demo_count:
@@ -314,6 +279,17 @@ class AuxiliarySteps(NamedTuple):
     combine: Callable[[Any, Any], Any]
     after_step: Callable[[Any, Any, Any], Any]
     nan_metrics: Callable[[Callable[[], Any]], dict[str, jax.Array]]
+
+
+def on_metrics(
+    aux: Auxiliary, metrics: dict[str, jax.Array], aux_state: dict[str, Any]
+) -> dict[str, jax.Array]:
+    """``metrics`` through every learner's ``on_metrics`` (with its state), in order; the
+    skeleton calls it once per update, on the update's metrics."""
+    for name, learner in aux.learners:
+        if learner.on_metrics is not None:
+            metrics = learner.on_metrics(dict(metrics), aux_state[name])
+    return metrics
 
 
 def auxiliary_steps(aux: Auxiliary | None, windows: bool) -> AuxiliarySteps:

@@ -35,7 +35,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from jaxrl.agents.auxiliary.base import AuxLearner, Encoder
+from jaxrl.agents.auxiliary.base import Encoder
+from jaxrl.agents.auxiliary.extra_loss import ExtraLoss
 from jaxrl.ops.contrastive import info_nce_loss, random_crop
 from jaxrl.ops.targets import soft_update
 from jaxrl.types import Transition, main_obs
@@ -86,7 +87,7 @@ def make_curl(
     tau: float = 0.001,
     lr: float = 1e-4,
     adam_eps: float = 1.5e-4,
-) -> AuxLearner:
+) -> ExtraLoss:
     """CURL on ``encoder`` (module docstring): crops padded by ``pad`` pixels, a projection
     of ``hidden`` and ``dim`` units, logits scaled by ``scale``; ``hparams`` ``curl_weight``
     (the loss weight), ``curl_tau`` (momentum-encoder update) and ``curl_lr`` (Adam on
@@ -104,9 +105,6 @@ def make_curl(
         target = {"encoder": enc, "proj": proj_params}
         return {"params": own, "opt_state": adam.init(own), "target": target}
 
-    def update(state, batch: Transition, h, key):
-        return state, {}  # everything happens in ``loss`` and ``after_step``
-
     def loss(state, params, batch: Transition, h, key):
         nce, accuracy = curl_loss(
             encoder, proj, state, params, main_obs(batch.obs), key, pad, scale
@@ -123,7 +121,7 @@ def make_curl(
         return {**state, "params": own, "opt_state": opt_state, "target": target}
 
     hparams = {"curl_weight": weight, "curl_tau": tau, "curl_lr": lr}
-    return AuxLearner(init, update, None, hparams, loss, after_step)
+    return ExtraLoss(init=init, loss=loss, after_step=after_step, hparams=hparams)
 
 
 __all__ = ["Encoder", "Projection", "curl_loss", "make_curl"]

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxrl.agents.auxiliary.base import AuxLearner
+from jaxrl.agents.auxiliary.extra_loss import ExtraLoss
 from jaxrl.agents.common.action_box import action_box
 from jaxrl.buffers.demonstrations import load_npz
 from jaxrl.networks import MLP
@@ -148,13 +148,13 @@ def pretrain(
 
 def make_vae_prior(
     obs: np.ndarray, actions: np.ndarray, latent_size: int, cfg: Any
-) -> tuple[AuxLearner, ActionVAE]:
+) -> tuple[ExtraLoss, ActionVAE]:
     """The ``vae_prior`` auxiliary learner (module docstring) pre-trained on ``obs``
     ``[M, C]`` and normalized ``actions`` ``[M, A]``, and its module. Its state is
     ``{"params", "restore_loss", "kl_loss"}``; ``update`` reports the losses unchanged."""
     vae = ActionVAE(actions.shape[1], latent_size, tuple(cfg.vae_hidden_sizes))
 
-    def init(key):
+    def init(key, agent_params=None):
         init_key, train_key, z_key = jax.random.split(key, 3)
         o, a = jnp.asarray(obs, jnp.float32), jnp.asarray(actions, jnp.float32)
         params = vae.init(init_key, a[:1], o[:1], z_key)
@@ -164,7 +164,7 @@ def make_vae_prior(
     def update(state, batch, h, key):
         return state, {"restore_loss": state["restore_loss"], "kl_loss": state["kl_loss"]}
 
-    return AuxLearner(init, update, None, {"prior_weight": cfg.prior_weight}), vae
+    return ExtraLoss(init=init, update=update, hparams={"prior_weight": cfg.prior_weight}), vae
 
 
 def latent_spec(spec: EnvSpec, latent_size: int) -> EnvSpec:

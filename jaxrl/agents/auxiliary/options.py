@@ -19,6 +19,7 @@ import numpy as np
 from jaxrl.agents.auxiliary.amp import make_action_symmetry, make_amp
 from jaxrl.agents.auxiliary.base import Auxiliary, Encoder
 from jaxrl.agents.auxiliary.curl import make_curl
+from jaxrl.agents.auxiliary.extra_loss import load
 from jaxrl.buffers.demonstrations import demo_count, load_npz
 from jaxrl.types import Box, ConfigError, EnvSpec, Transition
 from jaxrl.validation import Options, option
@@ -65,6 +66,9 @@ class AuxiliaryOptions(Options):
       curl_lr: Adam's learning rate for ``W`` and the projection head (1e-4).
       curl_hidden, curl_dim: the projection head's widths (256, 128).
       curl_logit_scale: the InfoNCE logits' scale (0.1 as the reference; the paper: 1).
+      extra_losses: a user's extra loss terms, each named ``package.module:function``.
+        The function takes the env's spec and returns a ``jaxrl.agents.ExtraLoss``; a config
+        file naming one needs ``--import package.module``. See ``docs/how-to/extra-losses.md``.
     """
 
     demo_file: str | None = None
@@ -86,6 +90,7 @@ class AuxiliaryOptions(Options):
     curl_hidden: int = option(256, ge=1)
     curl_dim: int = option(128, ge=1)
     curl_logit_scale: float = option(0.1, gt=0)
+    extra_losses: tuple[str, ...] = ()
 
 
 def _symmetry(spec: EnvSpec, cfg: Any, name: str):
@@ -135,7 +140,8 @@ def make_auxiliary(
     demonstration file, a ratio without one, AMP without reference data, or a ratio with
     n-step returns or prioritized replay (demonstrations are one-step, uniform)."""
     want_demos = cfg.demo_ratio > 0
-    if not (want_demos or cfg.amp or cfg.action_symmetry or cfg.demo_file or cfg.curl):
+    users = cfg.extra_losses
+    if not (want_demos or cfg.amp or cfg.action_symmetry or cfg.demo_file or cfg.curl or users):
         return None
     if cfg.demo_file is None and (want_demos or cfg.amp):
         what = f"demo_ratio {cfg.demo_ratio}" if want_demos else "amp"
@@ -168,6 +174,7 @@ def make_auxiliary(
         learners.append(("symmetry", _symmetry(spec, cfg, name)))
     if cfg.curl:
         learners.append(("curl", _curl(spec, cfg, name, encoder)))
+    learners.extend(load(users, spec, name))
     count = demo_count(cfg.demo_ratio, cfg.batch_size)
     if not (learners or count):
         return None  # a checked file that nothing uses

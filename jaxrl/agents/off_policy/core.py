@@ -44,6 +44,7 @@ import numpy as np
 import optax
 
 from jaxrl.agents.auxiliary import base as aux_lib
+from jaxrl.agents.auxiliary.extra_loss import KEY, check_attached
 from jaxrl.agents.auxiliary.latent_prior import LatentPriorOptions
 from jaxrl.agents.auxiliary.options import AuxiliaryOptions, make_auxiliary
 from jaxrl.agents.common.action_box import action_box
@@ -285,6 +286,12 @@ def make_off_policy_agent(
     if learners:
         base = auxiliary or aux_lib.Auxiliary()
         auxiliary = base._replace(learners=(*base.learners, *learners))
+    users = getattr(cfg, "extra_losses", ())
+    if auxiliary is not None and users:  # a user's terms, checked on the critic
+        obs, zero = jnp.zeros((1, *spec.obs_shape), spec.obs_dtype), jnp.zeros((1, action_dim))
+        params = jax.eval_shape(lambda k: algorithm.critic.init(k, obs, zero), KEY)
+        action = jax.ShapeDtypeStruct((action_dim,), jnp.float32)
+        check_attached(auxiliary.learners, users, params, spec, action, name)
 
     def init(key: jax.Array) -> OffPolicyState:
         actor_key, critic_key = jax.random.split(key)
@@ -372,6 +379,8 @@ def make_off_policy_agent(
         (learner, carried), metrics = jax.lax.cond(learning, do_learn, skip, *args)
         buffer_state = sampling.source(buffer_state, carried)
         state = dataclasses.replace(state, learner=learner, buffer=buffer_state, step=step)
+        if auxiliary is not None:  # the learners' on_metrics (none: metrics as they are)
+            metrics = aux_lib.on_metrics(auxiliary, metrics, learner.aux)
         return perturbation.adapt(state, metrics, key)
 
     return Agent(init=init, act=act, update=update, init_carry=init_carry)

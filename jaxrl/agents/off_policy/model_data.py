@@ -11,9 +11,9 @@ from typing import Any, cast
 import jax
 import jax.numpy as jnp
 
-from jaxrl import trust
 from jaxrl.agents.common.action_box import action_box
 from jaxrl.buffers import ReplayBuffer, ReplaySample
+from jaxrl.trust import user_function
 from jaxrl.types import ConfigError, EnvSpec
 from jaxrl.validation import first_line
 
@@ -22,23 +22,6 @@ TERMINATIONS: dict[str, Callable[[jax.Array], jax.Array]] = {
     "HalfCheetah": lambda s: jnp.zeros(s.shape[:-1], bool),
     "MountainCarContinuous": lambda s: s[..., 0] >= 0.45,
 }
-
-
-def user_function(path: str, option_name: str, name: str) -> Callable:
-    """The function ``package.module:function`` names (``jaxrl.trust``: under the command
-    line only a module it named); ConfigError (one line) where it cannot be had."""
-    module_name, colon, attr = path.partition(":")
-    what = f"agent '{name}' option '{option_name}'"
-    if not colon or not module_name or not attr:
-        raise ConfigError(f"{what} needs package.module:function, got '{path}'")
-    try:
-        module = trust.import_module(module_name, what)
-    except ImportError as e:
-        raise ConfigError(f"{what}: cannot import module '{module_name}': {e}") from None
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise ConfigError(f"{what}: module '{module_name}' has no function '{attr}'")
-    return fn
 
 
 def _checked(fn: Callable, what: str, args: tuple, dtype: Any) -> Callable:

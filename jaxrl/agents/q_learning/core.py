@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import optax
 
 from jaxrl.agents.auxiliary import base as aux_lib
+from jaxrl.agents.auxiliary.extra_loss import KEY, check_attached
 from jaxrl.agents.auxiliary.options import make_auxiliary
 from jaxrl.agents.common.action_box import require_discrete
 from jaxrl.agents.common.optim import scale_transform, scheduled_lr
@@ -313,6 +314,8 @@ def learn_from_replay(p: _Parts, state: QLearningState, key: jax.Array, env_step
     )
     metrics = {"loss": loss, "q_mean": q_mean, "epsilon": _epsilon(p, state, True)}
     metrics.update(aux_metrics)
+    if p.aux is not None:  # the learners' on_metrics (none: metrics as they are)
+        metrics = aux_lib.on_metrics(p.aux, metrics, aux_state)
     return p.explorer.noise.adapt(state, metrics, key)
 
 
@@ -382,6 +385,12 @@ def make_parts(spec, cfg, head, buffer, exploration, prioritization, name) -> _P
     clip = [optax.clip_by_global_norm(cfg.max_grad_norm)] if cfg.max_grad_norm else []
     network = make_network(spec, cfg, head, exploration)
     auxiliary = make_auxiliary(spec, cfg, name, encoder=_encoder(spec, network))
+    users = getattr(cfg, "extra_losses", ())
+    if auxiliary is not None and users:  # a user's terms, checked on the network
+        obs = jnp.zeros((1, *spec.obs_shape), spec.obs_dtype)
+        params = jax.eval_shape(lambda k: network.init({"params": k, "noise": k}, obs), KEY)
+        action = jax.ShapeDtypeStruct((), jnp.int32)
+        check_attached(auxiliary.learners, users, params, spec, action, name)
     sampling = uniform_sampling()
     if prioritization is not None:  # the buffer's knobs and beta kept in PrioritizedHparams
         sampling = prioritized_sampling(
