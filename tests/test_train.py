@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import pytest
 import yaml
 
-from jaxrl import agents
+from jaxrl import agents, envs
 from jaxrl.train import main
 from jaxrl.types import Agent
 from tests.helpers import one_line_error, run_dirs, tensorboard_values, tiny_run, train_into
@@ -140,7 +140,12 @@ def test_process_exit_code_and_help():
         assert name in shown.stdout
     # One line per env family (issue 13, item 12): not 104 Atari games; gym:ID is listed.
     assert "104 games" in shown.stdout and "Pong" not in shown.stdout
-    assert "gym:ID" in shown.stdout and len(shown.stdout.splitlines()) < 100
+    lines = shown.stdout.splitlines()
+    start = lines.index("environments, by family:")
+    families = lines[start + 1 : lines.index("", start)]
+    assert len(families) == len(envs.groups()) + 1 and "gym:ID" in families[-1]
+    start = next(i for i, line in enumerate(lines) if line.startswith("agents ("))
+    assert len(lines[start + 1 : lines.index("", start)]) == len(agents.available())
 
 
 @pytest.mark.parametrize(
