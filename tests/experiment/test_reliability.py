@@ -179,6 +179,19 @@ TRAIN_CASES = [
         ["--import", "tests.user_extra_losses", "--agent.extra_losses", "l2"],
         "option 'extra_losses' needs package.module:function, got 'l2'",
     ),
+    (  # l2's callback reads DQN's metric "loss"; SAC logs critic_loss, actor_loss, ...
+        [
+            "--import",
+            "tests.user_extra_losses",
+            "--agent",
+            "sac",
+            "--env",
+            "Pendulum",
+            "--agent.extra_losses",
+            "tests.user_extra_losses:l2",
+        ],
+        "extra loss 'l2': on_metrics reads metric 'loss', which this agent does not log",
+    ),
     # issue 58: memory cells and the partially observed tasks
     (["--agent", "ppo", "--agent.cell", "grux"], "unknown cell 'grux' (did you mean 'gru'?)"),
     (

@@ -75,7 +75,7 @@ import numpy as np
 
 from jaxrl.agents.auxiliary.extra_loss import ExtraLoss
 from jaxrl.buffers.demonstrations import mix_batch, sample_demos
-from jaxrl.types import Transition
+from jaxrl.types import ConfigError, Transition
 
 AUX_KEY = 0x5EED  # folded into the agent's keys for everything auxiliary
 
@@ -285,10 +285,18 @@ def on_metrics(
     aux: Auxiliary, metrics: dict[str, jax.Array], aux_state: dict[str, Any]
 ) -> dict[str, jax.Array]:
     """``metrics`` through every learner's ``on_metrics`` (with its state), in order; the
-    skeleton calls it once per update, on the update's metrics."""
+    skeleton calls it once per update, on the update's metrics. A callback that reads a
+    metric this agent does not log is a ``ConfigError`` naming the ones it does (raised
+    while the update is traced, before a run directory is written)."""
     for name, learner in aux.learners:
         if learner.on_metrics is not None:
-            metrics = learner.on_metrics(dict(metrics), aux_state[name])
+            try:
+                metrics = learner.on_metrics(dict(metrics), aux_state[name])
+            except KeyError as e:
+                raise ConfigError(
+                    f"extra loss '{name}': on_metrics reads metric {e}, which this agent "
+                    f"does not log; it logs {', '.join(sorted(metrics))}"
+                ) from None
     return metrics
 
 
