@@ -2,6 +2,7 @@
 (one line on stderr, exit code 2, nothing written)."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -145,7 +146,10 @@ def test_process_exit_code_and_help():
     families = lines[start + 1 : lines.index("", start)]
     assert len(families) == len(envs.groups()) + 1 and "gym:ID" in families[-1]
     start = next(i for i, line in enumerate(lines) if line.startswith("agents ("))
-    assert len(lines[start + 1 : lines.index("", start)]) == len(agents.available())
+    listed = lines[start + 1 : lines.index("", start)]  # one line per agent: name, meaning
+    names = [line.split()[0] for line in listed]
+    assert all(re.fullmatch(r"  [a-z0-9_]+ +\S.*", line) for line in listed)
+    assert len(set(names)) == len(names) and {"dqn", "rainbow", "r2d2"} <= set(names)
 
 
 @pytest.mark.parametrize(
