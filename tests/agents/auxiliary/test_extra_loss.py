@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from jaxrl import agents
-from jaxrl.types import Box, ConfigError, Discrete, EnvSpec, Transition
+from jaxrl.types import Box, ConfigError, Discrete, EnvSpec
 from tests import user_extra_losses
+from tests.helpers import random_transitions
 
 SPEC = EnvSpec("vec", (3,), "float32", Discrete(2), 2, 100)
 KW = dict(learning_starts=4, batch_size=4, buffer_size=16, hidden_sizes=(8,), optimizer="sgd")
@@ -20,17 +21,9 @@ USER = "tests.user_extra_losses:"
 
 
 def _rollout():
-    rng = np.random.default_rng(0)
-    obs = lambda: jnp.asarray(rng.random((2, 2, 3)), jnp.float32)
-    return Transition(
-        obs=obs(),
-        action=jnp.asarray(rng.integers(0, 2, (2, 2)), jnp.int32),
-        reward=jnp.asarray(rng.random((2, 2)), jnp.float32),
-        next_obs=obs(),
-        terminated=jnp.zeros((2, 2), bool),
-        truncated=jnp.zeros((2, 2), bool),
-        extras={},
-    )
+    """``[2, 2]`` transitions of ``SPEC``, no episode ends."""
+    draw = lambda rng, shape: jnp.asarray(rng.integers(0, 2, shape), jnp.int32)
+    return random_transitions(np.random.default_rng(0), (2, 2), (3,), draw, ends=False)
 
 
 @pytest.fixture(scope="module")
