@@ -52,6 +52,8 @@ class AlphaZeroConfig(ReplayOptions, OptimizerOptions):
     Attributes:
       search: ``"puct"`` (AlphaZero) or ``"gumbel"`` (Gumbel MuZero's root search).
       num_simulations: simulations per search.
+      eval_simulations: simulations per search when acting greedily (evaluation, export);
+        0: ``num_simulations``.
       dirichlet_alpha: the concentration of PUCT's root noise while training (Silver et
         al. 2018: 0.3 for chess, 0.03 for Go).
       dirichlet_fraction: the noise's share of the root priors (Silver et al. 2018: 0.25).
@@ -70,6 +72,7 @@ class AlphaZeroConfig(ReplayOptions, OptimizerOptions):
 
     search: Literal["puct", "gumbel"] = "puct"
     num_simulations: int = option(32, ge=2)
+    eval_simulations: int = option(0, ge=0)
     dirichlet_alpha: float = option(0.3, gt=0)
     dirichlet_fraction: float = option(0.25, ge=0, le=1)
     temperature: float = option(1.0, gt=0)
@@ -136,6 +139,7 @@ def make_alphazero(spec: EnvSpec, **overrides: Any) -> Agent:
         cfg.temperature,
         cfg.max_considered,
     )
+    greedy_options = options._replace(num_simulations=cfg.eval_simulations or cfg.num_simulations)
 
     def init(key: jax.Array) -> AlphaZeroState:
         obs = jnp.zeros((1, *spec.obs_shape), spec.obs_dtype)
@@ -155,7 +159,16 @@ def make_alphazero(spec: EnvSpec, **overrides: Any) -> Agent:
         root = games.pgx_state(game, env, obs)
         planes, mask = obs[OBS].astype(jnp.float32), obs[ACTION_MASK]
         action, policy = mcts.search(
-            options, cfg.search, env, network, state.params, root, planes, mask, key, explore
+            options if explore else greedy_options,
+            cfg.search,
+            env,
+            network,
+            state.params,
+            root,
+            planes,
+            mask,
+            key,
+            explore,
         )
         return action, carry, {"policy": policy}
 

@@ -176,3 +176,21 @@ def test_replay_value_targets_are_each_movers_game_outcome():
 def test_alphazero_needs_a_game_with_legal_moves_and_rules():
     with pytest.raises(ConfigError, match="has no legal-action mask"):
         agents.make("alphazero", envs.make("CartPole-v1").spec)
+
+
+def test_greedy_act_searches_eval_simulations():
+    """PUCT's policy is the root's visit counts over the simulations run: training moves
+    search ``num_simulations`` (counts in 1/4), greedy ones ``eval_simulations`` (in 1/96:
+    the win gets nearly all of them)."""
+    spec = envs.make("tic_tac_toe", num_envs=1).spec
+    agent = agents.make("alphazero", spec, num_simulations=4, eval_simulations=96, blocks=0)
+    state = agent.init(jax.random.PRNGKey(0))
+    planes = jnp.asarray(WIN[0])[None]
+    obs = {OBS: planes, ACTION_MASK: planes.sum(-1).reshape(1, 9) == 0}
+    for explore, sims in [(True, 4), (False, 96)]:
+        act = jax.jit(functools.partial(agent.act, explore=explore))
+        _, _, extras = act(state, obs, None, jax.random.PRNGKey(1))
+        visits = np.asarray(extras["policy"])[0] * sims
+        np.testing.assert_allclose(visits, np.round(visits), atol=1e-3)
+        assert round(visits.sum()) == sims
+    assert visits[WIN[1]] > 48
