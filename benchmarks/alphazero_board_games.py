@@ -17,7 +17,10 @@ Without it, this reads the run directory (``metrics.jsonl``, ``config.yaml``) an
 one YAML row per evaluation (env steps, seconds since training started, compile time
 apart, and the rates over ``run.eval_episodes`` games, the agent in each seat in half of
 them) for ``benchmarks/data/alphazero-board-games.yaml``; the summary's compile and run
-seconds go in the run's note there.
+seconds go in the run's note there. A run of ``--seeds K`` members gives one row per member
+per evaluation (its ``seed`` in the row) and, with ``--members``, one row of the members'
+final evaluation instead: each rate's IQM over members with its 95% stratified-bootstrap
+CI (``jaxrl.stats``), and the members' win rates against the scripted opponent.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ def evaluation_rows(run_dir: Path, run: str) -> list[dict]:
             "run": run,
             "env": config["env"]["name"],
             "search": config["agent"]["search"],
+            **({"seed": int(m["seed"])} if "seed" in m else {}),
             "step": int(m["step"]),
             "time_s": round(float(m["time"])),
         }
@@ -55,6 +59,26 @@ def evaluation_rows(run_dir: Path, run: str) -> list[dict]:
                 row[f"{out}_{opp}"] = round(float(m[f"eval_{out}_{opp}"]), 3)
         rows.append(row)
     return rows
+
+
+def members_row(rows: list[dict]) -> dict:
+    """The final evaluation of each member (``evaluation_rows`` of a ``--seeds`` run) as one
+    row: each rate's IQM over members and its 95% CI, and the members' scripted wins."""
+    import numpy as np
+
+    from jaxrl.stats import interval_estimate
+
+    last = max(r["step"] for r in rows)
+    final = sorted((r for r in rows if r["step"] == last), key=lambda r: r.get("seed", 0))
+    row = {k: final[0][k] for k in ("run", "env", "search", "step")}
+    row["members"] = len(final)
+    for opp in OPPONENTS:
+        for out in OUTCOMES:
+            est = interval_estimate(np.array([[r[f"{out}_{opp}"]] for r in final]))
+            row[f"{out}_{opp}"] = round(float(est.point), 3)
+            row[f"{out}_{opp}_ci"] = [round(float(est.lower), 3), round(float(est.upper), 3)]
+    row["members_win_scripted"] = [r["win_scripted"] for r in final]
+    return row
 
 
 def search_harder(run_dir: Path, simulations: int, games: int, seed: int) -> dict:
@@ -68,7 +92,7 @@ def search_harder(run_dir: Path, simulations: int, games: int, seed: int) -> dic
 
     _, state, config = restore(run_dir)
     env = envs.make(config.env.name, num_envs=games)
-    options = {**config.agent.kwargs(), "num_simulations": simulations}
+    options = {**config.agent.kwargs(), "eval_simulations": simulations}
     agent = agents.make("alphazero", env.spec, **options)
     rates: dict = {"simulations": simulations, "games": games}
     keys = jax.random.split(jax.random.PRNGKey(seed), 2)
@@ -85,11 +109,14 @@ def main() -> None:
     parser.add_argument("--simulations", type=int, help="play the last checkpoint with N")
     parser.add_argument("--games", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--members", action="store_true", help="one row: IQM over members")
     args = parser.parse_args()
     if args.simulations:
         print(search_harder(args.run_dir, args.simulations, args.games, args.seed))
         return
     rows = evaluation_rows(args.run_dir, args.run)
+    if args.members:
+        rows = [members_row(rows)]
     print(yaml.safe_dump({"rows": rows}, sort_keys=False, default_flow_style=None, width=200))
 
 
