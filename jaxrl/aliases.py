@@ -86,6 +86,17 @@ FOREIGN: dict[str, Foreign] = {
         for name in ("actor_update_times", "critic_update_times")
     },
     "critic_learning_rate": _same("critic_lr", "machin's critic learning rate"),
+    "sub_policy_num": Foreign(
+        "machin's MADDPG copies of each actor besides the first",
+        (
+            Rule(
+                "sub_policies",
+                why="machin's sub_policy_num counts each actor's copies besides the first "
+                "(the ensemble's size - 1); jaxrl's sub_policies counts every policy: give "
+                "--agent.sub_policies sub_policy_num + 1",
+            ),
+        ),
+    ),
     "update_rate": Foreign(
         "machin's soft target-update rate",
         (
