@@ -121,6 +121,10 @@ TRAIN_CASES = [
     # issue 55: wrong suggestions (learning_starts, updates_per_step, latent_size, total_steps)
     (["--agent", "ppo", "--agent.update_rate", "0.1"], "is machin's soft target-update rate"),
     (["--agent", "ppo", "--agent.replay_size", "99"], "is machin's replay buffer capacity"),
+    (
+        ["--agent", "maddpg", "--env", "mpe:simple_spread", "--agent.sub_policies", "0"],
+        "agent 'maddpg': sub_policies must be in [1, inf), got 0",
+    ),
     # issue 55 part 6: a user's torso checked at its boundary (tests/user_code.py)
     (
         ["--import", "tests.user_code", "--agent.torso", "one_argument"],
@@ -680,6 +684,7 @@ def test_option_names_from_other_libraries_are_aliases(agent, given, saved):
         ("ppo", {"clip_range_vf": 0.2}, "the error of the clipped value alone"),
         ("dqn", {"exploration_fraction": 0.1}, "is converted with the run's --steps"),
         ("dqn", {"train_freq": 4}, "give --run.rollout_len"),
+        ("maddpg", {"sub_policy_num": 2}, "give --agent.sub_policies sub_policy_num + 1"),
     ],
 )
 def test_option_names_that_mean_something_else_are_refused(agent, given, fragment):
