@@ -83,8 +83,8 @@ class MADDPGConfig(ReplayOptions):
         fraction of the box's half-width, 0.1.
       critic_visible_actors: the players each critic sees, one list per player of equal
         length, each holding its own player (machin's); None: all.
-      sub_policies: policies per player, one drawn per episode (Lowe et al. 2017, Section
-        4.3; machin's ``sub_policy_num + 1``), 1 (``maddpg_ensemble.py``).
+      sub_policies: policies per player, one drawn per episode (the paper's Section 4.3,
+        machin's ``sub_policy_num + 1``), 1.
     """
 
     hidden_sizes: tuple[int, ...] = option((64, 64), ge=1)
