@@ -64,6 +64,7 @@ FOREIGN: dict[str, Foreign] = {
     "atoms": _same("num_atoms", "RLHive's C51 support size"),
     "target_q_tau": _same("tau", "Emote's target-update fraction"),
     "t_entropy": _same("target_entropy", "Emote's SAC target entropy"),
+    "use_terminal_masking": _same("terminal_masking", "Emote's SAC terminal-masking switch"),
     "mlp_layers": _same("hidden_sizes", "RLHive's dense widths"),
     "replay_size": _same("buffer_size", "machin's replay buffer capacity"),
     "gradient_max": _same("max_grad_norm", "machin's global gradient-norm clip"),
