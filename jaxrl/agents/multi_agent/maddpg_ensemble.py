@@ -30,20 +30,12 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxrl.agents.multi_agent import maddpg_parts as parts
 from jaxrl.agents.multi_agent.maddpg_actions import MADDPGActions
-from jaxrl.agents.multi_agent.maddpg_parts import (
-    Head,
-    MADDPGState,
-    actor_objective,
-    critic_step,
-    critic_view,
-    gradient_apply,
-    stepped,
-)
 from jaxrl.types import Transition
 
 
-def sub_policy_outputs(actor: Head, params, obs: jax.Array, obs_ndim: int = 1) -> jax.Array:
+def sub_policy_outputs(actor: parts.Head, params, obs: jax.Array, obs_ndim: int = 1) -> jax.Array:
     """Every sub-policy's output: ``params`` ``[P, S, ...]``, ``obs`` ``[..., P, *D]``
     (``len(D) == obs_ndim``) -> ``[..., P, S, A]``."""
     moved = jnp.moveaxis(obs, -1 - obs_ndim, 0)  # [P, ..., *D]
@@ -64,12 +56,12 @@ def drawn(carry: jax.Array, key: jax.Array, sub_policies: int) -> jax.Array:
 
 
 def ensemble_act(
-    actor: Head, kind: MADDPGActions, sub_policies: int, discrete: bool, obs_ndim: int = 1
+    actor: parts.Head, kind: MADDPGActions, sub_policies: int, discrete: bool, obs_ndim: int = 1
 ) -> Callable:
     """``act(state, obs [N, P, D], carry [N, P], key, explore)``: each player's drawn
     sub-policy acts (module docstring); the carry returned holds the draws."""
 
-    def act(state: MADDPGState, obs, carry, key: jax.Array, explore: bool):
+    def act(state: parts.MADDPGState, obs, carry, key: jax.Array, explore: bool):
         choice_key, key = jax.random.split(key)
         index = drawn(carry, choice_key, sub_policies)
         out = pick(sub_policy_outputs(actor, state.actor, obs, obs_ndim), index)  # [N, P, A]
@@ -82,8 +74,8 @@ def ensemble_act(
 
 
 def ensemble_step(
-    actor: Head,
-    critic: Head,
+    actor: parts.Head,
+    critic: parts.Head,
     optimizer: optax.GradientTransformation,
     kind: MADDPGActions,
     visible: jax.Array,
@@ -94,12 +86,12 @@ def ensemble_step(
     step on all ``S`` batches, then sub-policy ``k``'s actor step on batch ``k``, then the
     Polyak targets (module docstring)."""
     P, S = visible.shape[0], sub_policies
-    seen = critic_view(visible)
-    actor_loss = actor_objective(actor, critic, kind, seen)
+    seen = parts.critic_view(visible)
+    actor_loss = parts.actor_objective(actor, critic, kind, seen)
     per_sub = jax.vmap(jax.value_and_grad(actor_loss), in_axes=(0, None, None, None, 0, 0, 0, None))
     per_player = jax.vmap(per_sub, in_axes=(0, 0, 0, 0, None, None, 0, None))
 
-    def gradient_step(state: MADDPGState, batch: Transition, key: jax.Array):
+    def gradient_step(state: parts.MADDPGState, batch: Transition, key: jax.Array):
         h = state.hparams
         choice_key, next_key, actor_key = jax.random.split(key, 3)
         B = batch.reward.shape[1]
@@ -109,18 +101,21 @@ def ensemble_step(
         next_out = pick(outputs, index)
         next_actions = kind.relaxed(next_key, next_out, h)
         actions = kind.critic_input(flat.action)  # [S B, P, A]
-        parts = (flat.obs, actions, flat.next_obs, next_actions, flat.reward, flat.terminated)
-        critics, critic_opt, q_loss, q_mean = critic_step(
-            critic, seen, gradient_apply(optimizer), visible, state, parts
-        )
+        seen_parts = (flat.obs, actions, flat.next_obs, next_actions, flat.reward)
+        critics, critic_opt, q_loss, q_mean = parts.critic_step(
+            critic, seen, parts.gradient_apply(optimizer), visible, state,
+            (*seen_parts, flat.terminated),
+        )  # fmt: skip
         keys = jax.random.split(actor_key, P * S)
         pi_loss, grads = per_player(
             state.actor, critics, jnp.arange(P), visible, batch.obs,
             actions.reshape(S, B, *actions.shape[1:]), keys.reshape(P, S, *keys.shape[1:]), h,
         )  # fmt: skip
-        actors, actor_opt = gradient_apply(optimizer, 2)(
+        actors, actor_opt = parts.gradient_apply(optimizer, 2)(
             state.actor, grads, state.actor_opt, h["actor_lr"]
         )
-        return stepped(state, actors, critics, actor_opt, critic_opt, (q_loss, pi_loss, q_mean))
+        return parts.stepped(
+            state, actors, critics, actor_opt, critic_opt, (q_loss, pi_loss, q_mean)
+        )
 
     return gradient_step
