@@ -25,6 +25,7 @@ ensemble policy.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -39,7 +40,8 @@ def sub_policy_outputs(actor: parts.Head, params, obs: jax.Array, obs_ndim: int 
     """Every sub-policy's output: ``params`` ``[P, S, ...]``, ``obs`` ``[..., P, *D]``
     (``len(D) == obs_ndim``) -> ``[..., P, S, A]``."""
     moved = jnp.moveaxis(obs, -1 - obs_ndim, 0)  # [P, ..., *D]
-    out = jax.vmap(lambda p, o: jax.vmap(lambda q: actor.apply(q, o))(p))(params, moved)
+    apply = lambda q, o: cast(jax.Array, actor.apply(q, o))
+    out = jax.vmap(lambda p, o: jax.vmap(lambda q: apply(q, o))(p))(params, moved)
     return jnp.moveaxis(out, (0, 1), (-3, -2))
 
 
