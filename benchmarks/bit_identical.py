@@ -37,6 +37,7 @@ import numpy as np
 
 from jaxrl import agents, envs
 from jaxrl.envs.gymnasium import HostEnv
+from jaxrl.envs.marl import team_view
 from jaxrl.networks import torsos
 from jaxrl.runners import RunConfig, make_train
 from jaxrl.runners.host import make_host_runner
@@ -79,6 +80,15 @@ CASES = [
     ("sac_halfcheetah", "sac", "HalfCheetah", BRAX, dict(OFF), 1),
     ("dqn_gym_host", "dqn", "gym:CartPole-v1", {}, dict(OFF), 4),
     ("ppo_gym_host", "ppo", "gym:CartPole-v1", {}, dict(num_minibatches=2), 16),
+    ("maddpg_mpe", "maddpg", "mpe:simple_spread", dict(shared=False), dict(OFF), 4),
+    (
+        "maddpg_mpe_continuous",
+        "maddpg",
+        "mpe:simple_spread",
+        dict(shared=False, continuous=True),
+        dict(OFF),
+        4,
+    ),
 ]
 
 
@@ -183,6 +193,8 @@ def run_case(agent_name, env_name, env_kwargs, overrides, rollout_len):
     num_envs = 2
     env = envs.make(env_name, num_envs=num_envs, **env_kwargs)
     eval_env = envs.make(env_name, num_envs=2, **env_kwargs)
+    if env.spec.num_players > 1:  # MADDPG's players' layout, logged as the CLI logs it
+        env, eval_env = team_view(env), team_view(eval_env)
     agent = agents.make(agent_name, env.spec, **overrides)
     steps = 64 * rollout_len * num_envs if agent_name in ("ppo", "a2c") else 192
     config = RunConfig(
@@ -205,6 +217,8 @@ def run_case(agent_name, env_name, env_kwargs, overrides, rollout_len):
         state, metrics = train(jax.random.PRNGKey(3))
     out = {f"metric/{k}": np.asarray(v) for k, v in metrics.items()}
     params = getattr(state.agent_state, "params", None)
+    if params is None and hasattr(state.agent_state, "actor"):  # MADDPG: actors and critics
+        params = (state.agent_state.actor, state.agent_state.critic)
     for i, leaf in enumerate(jax.tree.leaves(params)):
         out[f"param/{i}"] = np.asarray(leaf)
     return out

@@ -64,6 +64,7 @@ FOREIGN: dict[str, Foreign] = {
     "atoms": _same("num_atoms", "RLHive's C51 support size"),
     "target_q_tau": _same("tau", "Emote's target-update fraction"),
     "t_entropy": _same("target_entropy", "Emote's SAC target entropy"),
+    "use_terminal_masking": _same("terminal_masking", "Emote's SAC terminal-masking switch"),
     "mlp_layers": _same("hidden_sizes", "RLHive's dense widths"),
     "replay_size": _same("buffer_size", "machin's replay buffer capacity"),
     "gradient_max": _same("max_grad_norm", "machin's global gradient-norm clip"),
@@ -86,6 +87,17 @@ FOREIGN: dict[str, Foreign] = {
         for name in ("actor_update_times", "critic_update_times")
     },
     "critic_learning_rate": _same("critic_lr", "machin's critic learning rate"),
+    "sub_policy_num": Foreign(
+        "machin's MADDPG copies of each actor besides the first",
+        (
+            Rule(
+                "sub_policies",
+                why="machin's sub_policy_num counts each actor's copies besides the first "
+                "(the ensemble's size - 1); jaxrl's sub_policies counts every policy: give "
+                "--agent.sub_policies sub_policy_num + 1",
+            ),
+        ),
+    ),
     "update_rate": Foreign(
         "machin's soft target-update rate",
         (

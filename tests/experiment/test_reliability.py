@@ -121,6 +121,10 @@ TRAIN_CASES = [
     # issue 55: wrong suggestions (learning_starts, updates_per_step, latent_size, total_steps)
     (["--agent", "ppo", "--agent.update_rate", "0.1"], "is machin's soft target-update rate"),
     (["--agent", "ppo", "--agent.replay_size", "99"], "is machin's replay buffer capacity"),
+    (
+        ["--agent", "maddpg", "--env", "mpe:simple_spread", "--agent.sub_policies", "0"],
+        "agent 'maddpg': sub_policies must be in [1, inf), got 0",
+    ),
     # issue 55 part 6: a user's torso checked at its boundary (tests/user_code.py)
     (
         ["--import", "tests.user_code", "--agent.torso", "one_argument"],
@@ -657,6 +661,12 @@ def test_watchdog_ends_a_stalled_chunk_with_one_line_and_the_stacks(tmp_path, ca
          {"policy_delay": 3, "policy_noise": 0.1, "critic_lr": 1e-3}),
         ("dqn", {"replay_size": 500, "gradient_max": 5.0},
          {"buffer_size": 500, "max_grad_norm": 5.0}),
+        # machin's two learning rates: A2C's and PPO's lr is the actor's once critic_lr is set
+        ("ppo", {"actor_learning_rate": 1e-3, "critic_learning_rate": 5e-4},
+         {"lr": 1e-3, "critic_lr": 5e-4}),
+        ("td3", {"actor_learning_rate": 1e-4, "critic_learning_rate": 3e-4},
+         {"actor_lr": 1e-4, "critic_lr": 3e-4}),
+        ("sac", {"use_terminal_masking": False}, {"terminal_masking": False}),
     ],
 )  # fmt: skip
 def test_option_names_from_other_libraries_are_aliases(agent, given, saved):
@@ -680,6 +690,9 @@ def test_option_names_from_other_libraries_are_aliases(agent, given, saved):
         ("ppo", {"clip_range_vf": 0.2}, "the error of the clipped value alone"),
         ("dqn", {"exploration_fraction": 0.1}, "is converted with the run's --steps"),
         ("dqn", {"train_freq": 4}, "give --run.rollout_len"),
+        ("maddpg", {"sub_policy_num": 2}, "give --agent.sub_policies sub_policy_num + 1"),
+        ("a2c", {"actor_update_times": 2}, "give --agent.update_epochs"),
+        ("ppo", {"critic_update_times": 4}, "passes over both"),
     ],
 )
 def test_option_names_that_mean_something_else_are_refused(agent, given, fragment):

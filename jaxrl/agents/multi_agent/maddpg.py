@@ -29,33 +29,38 @@ Continuous actions (a ``Box`` action space, ``mpe:simple_spread --env.continuous
 take the deterministic policy gradient instead of the relaxation: ``a_i = mu_i(o_i)``
 squashed into the box, Gaussian exploration (``maddpg_actions.py``). With
 ``critic_visible_actors`` (machin's name) critic ``i`` sees only the listed players'
-observations and actions, its own among them.
+observations and actions, its own among them. With ``sub_policies > 1`` each player keeps
+an ensemble of policies (``maddpg_ensemble.py``). The parts both share are in
+``maddpg_parts.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, cast
+from typing import Any
 
-import flax.linen as nn
-import flax.struct
 import jax
 import jax.numpy as jnp
 import optax
 
 from jaxrl.agents.common.action_box import action_box
 from jaxrl.agents.common.replay_choice import ReplayOptions
-from jaxrl.agents.multi_agent.maddpg_actions import (
-    OUTPUT_PENALTY,
-    MADDPGActions,
-    box_actions,
-    gumbel_actions,
+from jaxrl.agents.multi_agent.maddpg_actions import MADDPGActions, box_actions, gumbel_actions
+from jaxrl.agents.multi_agent.maddpg_ensemble import ensemble_act, ensemble_step
+from jaxrl.agents.multi_agent.maddpg_parts import (
+    Head,
+    MADDPGState,
+    actor_objective,
+    critic_step,
+    critic_view,
+    gradient_apply,
+    stacked,
+    stacked_init,
+    stepped,
 )
 from jaxrl.buffers import make_uniform_replay
-from jaxrl.networks.torsos import MLP
-from jaxrl.ops.targets import soft_update
-from jaxrl.types import Agent, ConfigError, Discrete, EnvSpec, Transition, shared_field
+from jaxrl.types import Agent, ConfigError, Discrete, EnvSpec, Transition, no_carry
 from jaxrl.validation import build_config, option
 
 
@@ -78,6 +83,8 @@ class MADDPGConfig(ReplayOptions):
         fraction of the box's half-width, 0.1.
       critic_visible_actors: the players each critic sees, one list per player of equal
         length, each holding its own player (machin's); None: all.
+      sub_policies: policies per player, one drawn per episode (the paper's Section 4.3,
+        machin's ``sub_policy_num + 1``), 1.
     """
 
     hidden_sizes: tuple[int, ...] = option((64, 64), ge=1)
@@ -93,52 +100,7 @@ class MADDPGConfig(ReplayOptions):
     updates_per_rollout: int = option(1, ge=1)
     exploration_noise: float = option(0.1, ge=0)
     critic_visible_actors: tuple[tuple[int, ...], ...] | None = None
-
-
-class Head(nn.Module):
-    """An MLP torso and a linear output of ``outputs`` units: ``[..., in] -> [..., outputs]``."""
-
-    hidden_sizes: tuple[int, ...]
-    outputs: int
-
-    @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        return nn.Dense(self.outputs)(MLP(self.hidden_sizes)(x))
-
-
-@flax.struct.dataclass
-class MADDPGState:
-    """Every leaf of ``actor``/``critic``/``targets``/optimizer states has a leading
-    ``[P]`` axis (one network per agent); ``step``: env steps given to ``update``."""
-
-    actor: Any
-    critic: Any
-    target_actor: Any
-    target_critic: Any
-    actor_opt: Any
-    critic_opt: Any
-    buffer: Any
-    hparams: dict[str, jax.Array]
-    step: jax.Array = shared_field()
-
-
-def joint_input(obs: jax.Array, actions: jax.Array) -> jax.Array:
-    """A critic's input ``[B, P D + P A]``: every agent's observation ``[B, P, D]`` and
-    action vector ``[B, P, A]`` (one-hot or relaxed), each flattened in agent order."""
-    B = obs.shape[0]
-    return jnp.concatenate([obs.reshape(B, -1), actions.reshape(B, -1)], axis=-1)
-
-
-def with_action(actions: jax.Array, agent: int | jax.Array, mine: jax.Array) -> jax.Array:
-    """``actions`` ``[B, P, A]`` with agent ``agent``'s row replaced by ``mine`` ``[B, A]``."""
-    hot = jnp.arange(actions.shape[1]) == agent
-    return jnp.where(hot[None, :, None], mine[:, None, :], actions)
-
-
-def critic_target(reward, terminated, next_q, gamma):
-    """``y = r + gamma (1 - terminated) Q'``: ``reward`` ``[B, P]``, ``terminated`` ``[B]``
-    bool, ``next_q`` ``[B, P]``; returns ``[B, P]``."""
-    return reward + gamma * (1.0 - terminated.astype(jnp.float32))[:, None] * next_q
+    sub_policies: int = option(1, ge=1)
 
 
 def _check(spec: EnvSpec) -> MADDPGActions:
@@ -177,63 +139,25 @@ def _make_gradient_step(actor: Head, critic: Head, optimizer, actor_out, kind, v
     then the actors' step of every agent at once, then the Polyak targets (module
     docstring); ``actor_out(params [P], obs [..., P, D]) -> [..., P, A]``; ``kind`` the
     actions' strategy; ``visible`` ``[P, K]`` the players each critic sees."""
-    per_agent = jax.vmap
     P = visible.shape[0]
-
-    def apply_grads(params, grads, opt_state, lr):
-        updates, opt_state = per_agent(optimizer.update)(grads, opt_state, params)
-        return jax.tree.map(lambda p, u: p - lr * u, params, updates), opt_state
-
-    every = bool((visible == jnp.arange(P)).all())
-
-    def seen(obs, actions, players):  # critic input of the players it sees
-        if every:  # the whole joint, not gathered (the same program as before the option)
-            return joint_input(obs, actions)
-        return joint_input(obs[:, players], actions[:, players])
+    seen, apply = critic_view(visible), gradient_apply(optimizer)
+    actor_loss = actor_objective(actor, critic, kind, seen)
 
     def gradient_step(state: MADDPGState, batch: Transition, key: jax.Array):
         h = state.hparams
         next_key, actor_key = jax.random.split(key)
         next_actions = kind.relaxed(next_key, actor_out(state.target_actor, batch.next_obs), h)
-        next_q = per_agent(
-            lambda p, v: cast(jax.Array, critic.apply(p, seen(batch.next_obs, next_actions, v)))
-        )(state.target_critic, visible)[..., 0].T
-        y = critic_target(batch.reward, batch.terminated, next_q, h["gamma"])  # [B, P]
         actions = kind.critic_input(batch.action)
-
-        def critic_loss(params, y_i, v):
-            q = critic.apply(params, seen(batch.obs, actions, v))[:, 0]
-            return jnp.mean((q - y_i) ** 2), q.mean()
-
-        (q_loss, q_mean), grads = per_agent(jax.value_and_grad(critic_loss, has_aux=True))(
-            state.critic, y.T, visible
+        parts = (batch.obs, actions, batch.next_obs, next_actions, batch.reward)
+        critics, critic_opt, q_loss, q_mean = critic_step(
+            critic, seen, apply, visible, state, (*parts, batch.terminated)
         )
-        critics, critic_opt = apply_grads(state.critic, grads, state.critic_opt, h["critic_lr"])
-
-        def actor_loss(params, critic_params, i, v, key):
-            out = actor.apply(params, batch.obs[:, i])
-            mine = kind.relaxed(key, out, h)
-            q = critic.apply(critic_params, seen(batch.obs, with_action(actions, i, mine), v))
-            return -q.mean() + OUTPUT_PENALTY * jnp.mean(out**2)
-
-        pi_loss, grads = per_agent(jax.value_and_grad(actor_loss))(
-            state.actor, critics, jnp.arange(P), visible, jax.random.split(actor_key, P)
-        )
-        actors, actor_opt = apply_grads(state.actor, grads, state.actor_opt, h["actor_lr"])
-        state = dataclasses.replace(
-            state,
-            actor=actors,
-            critic=critics,
-            actor_opt=actor_opt,
-            critic_opt=critic_opt,
-            target_actor=soft_update(state.target_actor, actors, h["tau"]),
-            target_critic=soft_update(state.target_critic, critics, h["tau"]),
-        )
-        return state, {
-            "critic_loss": q_loss.mean(),
-            "actor_loss": pi_loss.mean(),
-            "q_mean": q_mean.mean(),
-        }
+        pi_loss, grads = jax.vmap(
+            jax.value_and_grad(actor_loss), in_axes=(0, 0, 0, 0, None, None, 0, None)
+        )(state.actor, critics, jnp.arange(P), visible, batch.obs, actions,
+          jax.random.split(actor_key, P), h)  # fmt: skip
+        actors, actor_opt = apply(state.actor, grads, state.actor_opt, h["actor_lr"])
+        return stepped(state, actors, critics, actor_opt, critic_opt, (q_loss, pi_loss, q_mean))
 
     return gradient_step
 
@@ -244,7 +168,8 @@ def make_maddpg(spec: EnvSpec, **overrides: Any) -> Agent:
     kind = _check(spec)
     P, A, N, D = spec.num_players, kind.size, spec.num_envs, spec.obs_shape
     visible = visible_players(cfg, P)
-    K = int(visible.shape[1])
+    K, S = int(visible.shape[1]), cfg.sub_policies
+    ensemble = S > 1  # leaves [P, S, ...] of actors (maddpg_ensemble.py), else [P, ...]
     actor, critic = Head(cfg.hidden_sizes, A), Head(cfg.hidden_sizes, 1)
     clip = optax.clip_by_global_norm(cfg.max_grad_norm)
     optimizer = optax.chain(clip, optax.scale_by_adam())
@@ -259,7 +184,7 @@ def make_maddpg(spec: EnvSpec, **overrides: Any) -> Agent:
         actor_key, critic_key = jax.random.split(key)
         obs = jnp.zeros((1, *D), jnp.float32)
         joint = jnp.zeros((1, K * (math.prod(D) + A)), jnp.float32)
-        actors = per_agent(lambda k: actor.init(k, obs))(jax.random.split(actor_key, P))
+        actors = stacked_init(lambda k: actor.init(k, obs), actor_key, (P, S) if ensemble else (P,))
         critics = per_agent(lambda k: critic.init(k, joint))(jax.random.split(critic_key, P))
         one = Transition(
             jax.ShapeDtypeStruct((N, P, *D), jnp.float32),
@@ -279,7 +204,7 @@ def make_maddpg(spec: EnvSpec, **overrides: Any) -> Agent:
             critics,
             actors,
             critics,
-            per_agent(optimizer.init)(actors),
+            stacked(optimizer.init, 2 if ensemble else 1)(actors),
             per_agent(optimizer.init)(critics),
             buffer.init(one),
             hparams,
@@ -296,14 +221,22 @@ def make_maddpg(spec: EnvSpec, **overrides: Any) -> Agent:
         return kind.greedy(out), carry, extras
 
     gradient_step = _make_gradient_step(actor, critic, optimizer, actor_out, kind, visible)
+    sample = lambda buffer_state, key: jax.tree.map(
+        lambda x: x[:, 0], buffer.sample(buffer_state, key).experience
+    )
+    init_carry = no_carry
+    if ensemble:  # S batches [S, B] per step; each episode's sub-policies in the carry
+        discrete = isinstance(spec.action_space, Discrete)
+        act = ensemble_act(actor, kind, S, discrete, len(D))
+        gradient_step = ensemble_step(actor, critic, optimizer, kind, visible, S, len(D))
+        one_batch = sample
+        sample = lambda state, key: jax.vmap(one_batch, (None, 0))(state, jax.random.split(key, S))
+        init_carry = lambda num_envs: jnp.full((num_envs, P), -1, jnp.int32)
 
     def learn(state: MADDPGState, key: jax.Array):
         def one(state, key):
             sample_key, step_key = jax.random.split(key)
-            batch = jax.tree.map(
-                lambda x: x[:, 0], buffer.sample(state.buffer, sample_key).experience
-            )
-            return gradient_step(state, batch, step_key)
+            return gradient_step(state, sample(state.buffer, sample_key), step_key)
 
         state, metrics = jax.lax.scan(one, state, jax.random.split(key, cfg.updates_per_rollout))
         return state, jax.tree.map(jnp.mean, metrics)
@@ -321,4 +254,4 @@ def make_maddpg(spec: EnvSpec, **overrides: Any) -> Agent:
         ready = (state.step >= cfg.learning_starts) & buffer.can_sample(state.buffer)
         return jax.lax.cond(ready, learn, skip, state, key)
 
-    return Agent(init, act, update)
+    return Agent(init, act, update, init_carry)

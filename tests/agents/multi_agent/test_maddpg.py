@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxrl.agents import make
-from jaxrl.agents.multi_agent.maddpg import critic_target, joint_input, with_action
+from jaxrl.agents.multi_agent.maddpg_parts import Head, critic_target, joint_input, with_action
 from jaxrl.types import Box, ConfigError, Discrete, EnvSpec, Transition
 
 P, N, D, A, T = 2, 3, 4, 3, 5
@@ -82,7 +82,6 @@ def test_actions_are_decentralized(stepped):
     agent, state, *_, obs, greedy, explore = stepped
     action, _, extras = greedy
     assert action.shape == (N, P) and explore[0].shape == (N, P)
-    from jaxrl.agents.multi_agent.maddpg import Head
 
     head = Head((8,), A)
     for i in range(P):
@@ -116,7 +115,6 @@ def test_continuous_gradient_step_against_numpy(visible):
     actions) and actor loss (the deterministic policy gradient's objective, each player's
     own action replaced in the joint its critic sees) against NumPy from the networks'
     outputs; ``critic_visible_actors`` picks what each critic sees, in its order."""
-    from jaxrl.agents.multi_agent.maddpg import Head
 
     gamma, B = 0.9, 4
     opts = dict(hidden_sizes=[8], batch_size=B, buffer_size=8, learning_starts=B, gamma=gamma)
