@@ -30,6 +30,7 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxrl import trust
@@ -286,27 +287,54 @@ def _join(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
         topology = Topology(*flags, timeout)
     elif args.init_timeout is not None and topology is None:
         raise ConfigError("--init-timeout is for a job of several processes (--num-processes)")
-    if args.actor_processes:
-        _open_actor_link(args.actor_processes, topology, stack)
+    if args.actor_processes or _resumed_launch(args).actor_processes:  # each its own runtime
+        args.topology = topology  # joined by _open_actor_link once the run is checked
         return 1
     join(topology)
     return 1 if topology is None else topology.num_processes
 
 
-def _open_actor_link(count: int, topology: Any, stack: contextlib.ExitStack) -> None:
-    """``--actor-processes P``: the link between the learner (process 0) and the ``P``
-    actor processes of a job of ``P + 1`` (``runners/distributed/link.py``), which process
-    0 closes by telling the actors to stop."""
+def _resumed_launch(args: argparse.Namespace) -> Launch:
+    """The ``launch.yaml`` of the run ``--resume`` continues (the default ``Launch`` for a
+    new run or a directory without one)."""
+    from jaxrl.experiment.launch import Launch, read_launch
+
+    return Launch() if args.resume is None else read_launch(args.resume)
+
+
+def _serves_resumed_actors(args: argparse.Namespace, stack: contextlib.ExitStack) -> bool:
+    """``--resume`` of a run of actor processes: opens the link; True where this process
+    is one of the actors and has served them (the learner resumes the run)."""
+    from jaxrl.experiment.config import resolve
+
+    launch = _resumed_launch(args)
+    if not launch.actor_processes:
+        return False
+    config = resolve(config_file=str(Path(args.resume) / "config.yaml"))
+    _open_actor_link(config, launch, getattr(args, "topology", None), stack)
+    if not _is_actor_process():
+        return False
+    from jaxrl.experiment.actors import serve_as_actor
+
+    serve_as_actor(config, launch)
+    return True
+
+
+def _open_actor_link(config: Any, launch: Launch, topology: Any, stack: contextlib.ExitStack):
+    """``--actor-processes P``: the run checked (``experiment.actors.check``), then the
+    link between the learner (process 0) and the ``P`` actor processes of a job of ``P +
+    1`` (``runners/distributed/link.py``), which process 0 closes by telling the actors to
+    stop."""
+    from jaxrl.experiment.actors import check
     from jaxrl.runners.distributed.link import open_link
 
-    got = 1 if topology is None else topology.num_processes
-    if count < 1 or got != count + 1:
+    check(config, launch)
+    count, got = launch.actor_processes, 1 if topology is None else topology.num_processes
+    if got != count + 1:
         raise ConfigError(
             f"--actor-processes {count} runs a learner and {count} actor processes, a job of "
             f"{count + 1}, not {got}: start it with python -m jaxrl.launch --processes "
             f"{count + 1} -- python -m jaxrl.train ... --actor-processes {count}"
-            if count >= 1
-            else f"--actor-processes must be >= 1, got {count}"
         )
     link = open_link(topology)
     stack.callback(link.close)
@@ -440,7 +468,8 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
         from jaxrl.experiment.run import run_experiment
 
         if args.resume is not None:
-            _resume(args, overrides)
+            if not _serves_resumed_actors(args, stack):
+                _resume(args, overrides)
             return 0
         if args.step is not None:
             raise ConfigError("--step selects the checkpoint a --resume continues from")
@@ -463,6 +492,8 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
             overrides=overrides,
             preset=args.preset,
         )
+        if launch.actor_processes:
+            _open_actor_link(config, launch, getattr(args, "topology", None), stack)
         if _is_actor_process():
             from jaxrl.experiment.actors import serve_as_actor
 

@@ -42,20 +42,30 @@ def check(config: Experiment, launch: Launch) -> None:
         raise ConfigError(f"{what} must divide env.num_envs {num_envs}; valid: {valid}")
     for index in range(count):
         entry.actor_options(config.agent.kwargs(), num_envs, count, index)
-    link = current_link()
+
+
+def check_link(launch: Launch) -> None:
+    """ConfigError unless this process has the link of a job of ``P + 1`` processes."""
+    count, link = launch.actor_processes, current_link()
     if link is None or link.num_processes != count + 1:
         raise ConfigError(
-            f"{what} needs {count + 1} processes: start it with python -m jaxrl.launch "
-            f"--processes {count + 1} -- python -m jaxrl.train ... {what}"
+            f"--actor-processes {count} needs {count + 1} processes: start it with python -m "
+            f"jaxrl.launch --processes {count + 1} -- python -m jaxrl.train ... "
+            f"--actor-processes {count}"
         )
 
 
 def learner_runner(config: Experiment, launch: Launch, env: Any, eval_env: Any, agent) -> Runner:
-    """Process 0's runner: the learner of the actor processes' rollouts."""
-    link = current_link()
-    assert link is not None  # check
+    """Process 0's runner: the learner of the actor processes' rollouts (its link is
+    None where the run is only restored or evaluated)."""
     return make_learner_runner(
-        agent, env, config.run, link, eval_env, launch.sync_actors, launch.queue_size
+        agent,
+        env,
+        config.run,
+        (launch.actor_processes, current_link()),
+        eval_env,
+        launch.sync_actors,
+        launch.queue_size,
     )
 
 
@@ -78,9 +88,9 @@ def actor_key(seed: int, process: int) -> jax.Array:
 def serve_as_actor(config: Experiment, launch: Launch) -> int:
     """This process as actor process ``p`` of the open link: its rollouts until the
     learner stops; returns how many it sent."""
-    check(config, launch)
+    check_link(launch)
     link = current_link()
-    assert link is not None  # check
+    assert link is not None  # check_link
     agent, env = actor_parts(config, launch.actor_processes, link.process_id - 1)
     key = actor_key(config.run.seed, link.process_id)
     return run_actor(

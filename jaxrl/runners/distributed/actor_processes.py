@@ -67,15 +67,16 @@ def make_learner_runner(
     agent: Agent,
     env: Env,
     config: RunConfig,
-    link: Link,
+    actors: tuple[int, Link | None],
     eval_env: Env | None = None,
     synchronous: bool = False,
     queue_size: int = 2,
 ) -> Runner:
     """The learner's ``Runner`` (module docstring): ``env`` is the run's vector env of
-    ``N`` envs (its spec and evaluation); ``link.num_processes - 1`` actor processes run
-    ``run_actor``."""
-    actors = link.num_processes - 1
+    ``N`` envs (its spec and evaluation); ``actors``: ``(P, link)``, the ``P`` actor
+    processes that run ``run_actor`` and the link to them (None: the runner restores and
+    evaluates, and does not train)."""
+    count, link = actors
     layout = ChunkLayout.of(config, env.spec.num_envs)
     iterations = layout.iterations_per_chunk
     collect = make_rollout(agent, env, config.rollout_len)
@@ -91,9 +92,11 @@ def make_learner_runner(
     update = jax.jit(update_fn)
 
     def run_chunk(state: SebulbaState) -> tuple[SebulbaState, dict[str, Any]]:
+        assert link is not None, "actor processes train over a link (experiment.actors)"
         first = state.chunk * iterations
         if not shapes:
-            shapes["rollout"] = jax.eval_shape(collect, state.agent_state, *_reset_shapes(agent, env))
+            reset = _reset_shapes(agent, env)
+            shapes["rollout"] = jax.eval_shape(collect, state.agent_state, *reset)
             _publish(link, state.agent_state, state.version, synchronous)
             link.put("start", str(first).encode())
         template = shapes["rollout"]
@@ -103,7 +106,7 @@ def make_learner_runner(
         for i in range(iterations):
             g = first + i
             begin = time.perf_counter()
-            items = [_take(link, p, g, template) for p in range(1, actors + 1)]
+            items = [_take(link, p, g, template) for p in range(1, count + 1)]
             waits[i] = time.perf_counter() - begin
             transitions = concat_envs([item["transitions"] for item in items])
             stats = jax.tree.map(lambda *s: np.sum(s, axis=0), *[item["stats"] for item in items])
