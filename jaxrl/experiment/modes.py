@@ -353,7 +353,9 @@ def _build_one(config: Experiment, launch: Launch, parts: Parts, runner: Runner)
 EXECUTIONS: tuple[Execution, ...] = (
     Execution("job", lambda launch: jax.process_count() > 1, _check_job, _build_devices),
     Execution(
-        "actor processes", lambda launch: launch.actor_processes > 0, _check_processes,
+        "actor processes",
+        lambda launch: launch.actor_processes > 0,
+        _check_processes,
         _build_processes,
     ),
     Execution(

@@ -111,9 +111,7 @@ def make_learner_runner(
             transitions = concat_envs([item["transitions"] for item in items])
             stats = jax.tree.map(lambda *s: np.sum(s, axis=0), *[item["stats"] for item in items])
             begin = time.perf_counter()
-            agent_state, metrics, key = jax.block_until_ready(
-                update(agent_state, transitions, key)
-            )
+            agent_state, metrics, key = jax.block_until_ready(update(agent_state, transitions, key))
             busy[i] = time.perf_counter() - begin
             lag[i] = np.mean([version - int(item["version"]) for item in items])
             version += 1
