@@ -39,6 +39,7 @@ from jaxrl.runners.distributed.sebulba import (
     SebulbaState,
     collect_rollout,
     finish_chunk,
+    learner_update,
     make_init,
     threaded_runner,
 )
@@ -84,12 +85,7 @@ def make_learner_runner(
     init = make_init(agent, env, 0)
     shapes: dict[str, Any] = {}  # the rollout's, once the learner has started the actors
 
-    def update_fn(agent_state, transitions, key):
-        key, update_key = jax.random.split(key)
-        agent_state, metrics = agent.update(agent_state, transitions, update_key)
-        return agent_state, {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}, key
-
-    update = jax.jit(update_fn)
+    update = learner_update(agent)
 
     def run_chunk(state: SebulbaState) -> tuple[SebulbaState, dict[str, Any]]:
         assert link is not None, "actor processes train over a link (experiment.actors)"

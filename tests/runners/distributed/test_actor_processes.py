@@ -85,8 +85,10 @@ def test_cli_refuses_as_one_line(tmp_path, capsys, argv, message):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert not any(tmp_path.iterdir())
-    for launch, what in ((Launch(actor_processes=3), "must divide env.num_envs 4"),
-                         (Launch(actor_processes=2, seeds=2), "one seed on one device")):
+    for launch, what in (
+        (Launch(actor_processes=3), "must divide env.num_envs 4"),
+        (Launch(actor_processes=2, seeds=2), "one seed on one device"),
+    ):
         config = resolve(agent="apex_dqn", env="CartPole", num_envs=4)
         with pytest.raises(ConfigError, match=what):
             check(config, launch)
@@ -125,7 +127,7 @@ def _one_process(config, processes: int, iterations: int, per_chunk: int):
     from jaxrl.experiment.actors import actor_key, actor_parts
     from jaxrl.runners.distributed.actor_processes import acting_view
     from jaxrl.runners.distributed.link import concat_envs
-    from jaxrl.runners.distributed.sebulba import ActorState, collect_rollout
+    from jaxrl.runners.distributed.sebulba import ActorState, collect_rollout, learner_update
     from jaxrl.runners.scan import make_rollout
 
     env = config.env.make()
@@ -141,17 +143,13 @@ def _one_process(config, processes: int, iterations: int, per_chunk: int):
         collect = jax.jit(make_rollout(agent, actor_env, config.run.rollout_len))
         actors.append((jax.jit(agent.init)(a_key), actor, collect))
 
-    @jax.jit
-    def update(agent_state, transitions, key):
-        key, update_key = jax.random.split(key)
-        return learner.update(agent_state, transitions, update_key)[0], key
-
+    update = learner_update(learner)
     for g in range(iterations):
         rollouts = []
         for local, actor, collect in actors:
             local = local.replace(**acting_view(state))
             rollouts.append(collect_rollout(collect, actor, local)[0])
-        state, key = update(state, concat_envs(jax.device_get(rollouts)), key)
+        state, _, key = update(state, concat_envs(jax.device_get(rollouts)), key)
         if (g + 1) % per_chunk == 0:
             key, _ = jax.random.split(key)  # the chunk's evaluation key
     return state

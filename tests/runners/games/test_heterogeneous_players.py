@@ -81,12 +81,10 @@ def test_each_agent_learns_from_its_own_view_and_actions():
     options = dict(hidden_sizes=[16], buffer_size=512, batch_size=32, learning_starts=64)
     options.update(n_step=1, lr=1e-2, epsilon_decay_steps=512, target_update_period=64)
     players = [agents.make("dqn", player_spec(env.spec, p), **options) for p in range(2)]
-    config = RunConfig(steps=1536, rollout_len=4, log_every=512, eval_every=512)
+    config = RunConfig(steps=1536, rollout_len=4, log_every=1536, eval_every=0)
     runner = make_multi_agent_runner(players, env, config, eval_env)
     state = jax.jit(runner.init)(jax.random.PRNGKey(0))
-    run_chunk = jax.jit(runner.run_chunk)
-    for _ in range(3):
-        state, metrics = run_chunk(state)
+    state, _ = jax.jit(runner.run_chunk)(state)
     for p, (size, actions) in enumerate(SIZES):
         stored = state.agent_state[p].buffer.data
         obs, action, reward = (
@@ -96,7 +94,6 @@ def test_each_agent_learns_from_its_own_view_and_actions():
         named = np.argmax(obs[..., : 3 if p == 0 else 2], -1)
         np.testing.assert_array_equal(reward, (action == named).astype(np.float32))
         assert np.asarray(stored.terminated).all()  # every turn ends the player's game
-        greedy = runner.evaluate(state.agent_state, jax.random.PRNGKey(1))
-        assert greedy.shape == (16,)
-    # greedy player 0 names x0 in every evaluation game: it wins each one against random
-    assert float(metrics["a0_eval_win_random"][-1]) == 1.0
+    # greedy player 0, in seat 0 of 16 games against a random player 1, names x0 in each
+    scores = jax.jit(runner.evaluate)(state.agent_state, jax.random.PRNGKey(1))
+    np.testing.assert_array_equal(np.asarray(scores), np.ones(16, np.float32))
