@@ -30,6 +30,7 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jaxrl import trust
@@ -155,8 +156,12 @@ FLAGS: tuple[tuple[str, dict[str, Any]], ...] = (
         "--actor-threads",
         dict(type=int, metavar="K", help="Sebulba, A3C: K actor threads feed the learner"),
     ),
-    ("--queue-size", dict(type=int, metavar="Q", help="with --actor-threads: rollouts queued (2)")),
-    ("--sync-actors", _switch("with --actor-threads: no policy lag, repeatable")),
+    (
+        "--actor-processes",
+        dict(type=int, metavar="P", help="Ape-X, IMPALA: P actor processes (jaxrl.launch)"),
+    ),
+    ("--queue-size", dict(type=int, metavar="Q", help="with actor threads/processes: queued (2)")),
+    ("--sync-actors", _switch("with actor threads/processes: no policy lag, repeatable")),
     ("--self-play", _switch("one agent plays every side of a turn-based game")),
     (
         "--agents",
@@ -263,12 +268,14 @@ def _devices(value: str | None) -> int | str:
         raise ConfigError(f"--devices must be a positive integer or 'all', got '{value}'") from None
 
 
-def _join(args: argparse.Namespace) -> int:
+def _join(args: argparse.Namespace, stack: contextlib.ExitStack) -> int:
     """Joins the job of ``--coordinator/--num-processes/--process-id`` (or of the
     ``JAXRL_*`` variables ``python -m jaxrl.launch`` sets; ``runners.distributed.topology``): a peer
     that does not come within ``--init-timeout`` is a ``ConfigError``. Returns the job's
     process count (1: no job). A job of several processes trains one run over all the
-    job's devices (``--devices all``, the default there; ``experiment.setup``)."""
+    job's devices (``--devices all``, the default there; ``experiment.setup``); with
+    ``--actor-processes`` it is a learner and its actor processes instead, each process
+    its own JAX runtime."""
     from jaxrl.runners.distributed.topology import DEFAULT_TIMEOUT, Topology, join
 
     flags = (args.coordinator, args.num_processes, args.process_id)
@@ -280,8 +287,59 @@ def _join(args: argparse.Namespace) -> int:
         topology = Topology(*flags, timeout)
     elif args.init_timeout is not None and topology is None:
         raise ConfigError("--init-timeout is for a job of several processes (--num-processes)")
+    if args.actor_processes or _resumed_launch(args).actor_processes:  # each its own runtime
+        args.topology = topology  # joined by _open_actor_link once the run is checked
+        return 1
     join(topology)
     return 1 if topology is None else topology.num_processes
+
+
+def _resumed_launch(args: argparse.Namespace) -> Launch:
+    """The ``launch.yaml`` of the run ``--resume`` continues (the default ``Launch`` for a
+    new run or a directory without one)."""
+    from jaxrl.experiment.launch import Launch, read_launch
+
+    return Launch() if args.resume is None else read_launch(args.resume)
+
+
+def _serves_resumed_actors(args: argparse.Namespace, stack: contextlib.ExitStack) -> bool:
+    """``--resume`` of a run of actor processes: opens the link; True where this process
+    is one of the actors and has served them (the learner resumes the run)."""
+    from jaxrl.experiment.config import resolve
+
+    launch = _resumed_launch(args)
+    if not launch.actor_processes:
+        return False
+    config = resolve(config_file=str(Path(args.resume) / "config.yaml"))
+    _open_actor_link(config, launch, getattr(args, "topology", None), stack)
+    if not _is_actor_process():
+        return False
+    from jaxrl.experiment.actors import serve_as_actor
+
+    serve_as_actor(config, launch)
+    return True
+
+
+def _open_actor_link(config: Any, launch: Launch, topology: Any, stack: contextlib.ExitStack):
+    """``--actor-processes P``: the run checked (``experiment.actors.check``), then the
+    link between the learner (process 0) and the ``P`` actor processes of a job of ``P +
+    1`` (``runners/distributed/link.py``), which process 0 closes by telling the actors to
+    stop."""
+    from jaxrl.experiment.actors import check
+    from jaxrl.runners.distributed.link import open_link
+
+    check(config, launch)
+    count, got = launch.actor_processes, 1 if topology is None else topology.num_processes
+    if got != count + 1:
+        raise ConfigError(
+            f"--actor-processes {count} runs a learner and {count} actor processes, a job of "
+            f"{count + 1}, not {got}: start it with python -m jaxrl.launch --processes "
+            f"{count + 1} -- python -m jaxrl.train ... --actor-processes {count}"
+        )
+    link = open_link(topology)
+    stack.callback(link.close)
+    if link.process_id == 0:
+        stack.callback(link.stop)  # runs first: the actors stop, then all close
 
 
 def _names(value: str) -> list[str]:
@@ -337,6 +395,14 @@ def _rlhive_choices(args: argparse.Namespace) -> list[str]:
     return translated.notes
 
 
+def _is_actor_process() -> bool:
+    """Whether this process is one of ``--actor-processes``'s actors (not the learner)."""
+    from jaxrl.runners.distributed.link import current_link
+
+    link = current_link()
+    return link is not None and link.process_id > 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     return trust.run_main(_main, argv)
 
@@ -379,6 +445,7 @@ def _launch(args: argparse.Namespace) -> Launch:
         devices=_devices(args.devices),
         watchdog=3600.0 if args.watchdog is None else args.watchdog,
         actor_threads=args.actor_threads or 0,
+        actor_processes=args.actor_processes or 0,
         queue_size=2 if args.queue_size is None else args.queue_size,
         sync_actors=bool(args.sync_actors),
         callbacks=args.callback,
@@ -392,7 +459,7 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
     try:
         args, overrides = parse_args(argv)
         stack.enter_context(trust.trusted(named_modules(args, overrides)))
-        if _join(args) > 1 and args.devices is None:
+        if _join(args, stack) > 1 and args.devices is None:
             args.devices = "all"
         from jaxrl.networks.spec import import_modules
 
@@ -401,7 +468,8 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
         from jaxrl.experiment.run import run_experiment
 
         if args.resume is not None:
-            _resume(args, overrides)
+            if not _serves_resumed_actors(args, stack):
+                _resume(args, overrides)
             return 0
         if args.step is not None:
             raise ConfigError("--step selects the checkpoint a --resume continues from")
@@ -424,11 +492,19 @@ def _main(argv: list[str], stack: contextlib.ExitStack) -> int:
             overrides=overrides,
             preset=args.preset,
         )
+        if launch.actor_processes:
+            _open_actor_link(config, launch, getattr(args, "topology", None), stack)
+        if _is_actor_process():
+            from jaxrl.experiment.actors import serve_as_actor
+
+            serve_as_actor(config, launch)
+            return 0
         for note in notes:  # an RLHive file's keys jaxrl does not use, once it is valid
             print(f"note: {note}", file=sys.stderr)
         run_experiment(config, args.logdir, launch=launch, self_play=bool(args.self_play))
     except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
+        if not _is_actor_process():  # the learner says it
+            print(f"error: {e}", file=sys.stderr)
         return 2
     except NonFinite as e:
         print(f"error: {e}", file=sys.stderr)

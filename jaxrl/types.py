@@ -125,6 +125,10 @@ class EnvSpec:
       num_players: players of the game (1: a single-agent env).
       turn_based: players move one at a time (``info["current_player"]``), else all act
         at every step.
+      players: a turn-based game whose players differ: each player's own spec
+        (``num_players`` 1: its observation and action space); observations are then a
+        tuple, entry ``p`` player ``p``'s view ``[N, ...]`` (``player_view``), whose
+        action mask is empty when ``p`` is not to move. Empty: every player has this spec.
     """
 
     name: str
@@ -136,6 +140,7 @@ class EnvSpec:
     obs_extras: tuple[ArraySpec, ...] = ()
     num_players: int = 1
     turn_based: bool = False
+    players: tuple[EnvSpec, ...] = ()
 
     @property
     def obs_spec(self) -> Any:
@@ -152,6 +157,18 @@ class EnvSpec:
     @property
     def has_action_mask(self) -> bool:
         return any(e.name == ACTION_MASK for e in self.obs_extras)
+
+
+def player_spec(spec: EnvSpec, player: int) -> EnvSpec:
+    """The spec an agent of ``player`` is built for: ``spec.players[player]`` in a game of
+    players that differ, else ``spec``."""
+    return spec.players[player] if spec.players else spec
+
+
+def player_view(spec: EnvSpec, obs: Any, player: int) -> Any:
+    """What ``player`` sees of ``obs``: entry ``player`` of a game of players that differ
+    (``EnvSpec.players``), else ``obs``."""
+    return obs[player] if spec.players else obs
 
 
 def batched_spec(spec: Any, *leading: int) -> Any:

@@ -35,6 +35,9 @@ class AgentEntry(NamedTuple):
         independent agents (``runners/games``), with ``n_step`` 1.
       plays_teams: trains the players of a simultaneous-move game as one learner per
         player (``--env.shared false``: MADDPG, independent PPO).
+      actor_options: for an agent with actors (Ape-X, IMPALA), ``(options, num_envs,
+        processes, index) -> options`` of the agent actor process ``index`` of
+        ``processes`` acts with (``--actor-processes``); None: it has none.
     """
 
     factory: Callable[..., Agent]
@@ -42,6 +45,7 @@ class AgentEntry(NamedTuple):
     description: str
     plays_turns: bool = False
     plays_teams: bool = False
+    actor_options: Callable[..., dict[str, Any]] | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,14 +83,17 @@ def register(
     description: str = "",
     plays_turns: bool = False,
     plays_teams: bool = False,
+    actor_options: Callable[..., dict[str, Any]] | None = None,
 ) -> None:
     """Registers ``factory(spec, **overrides) -> Agent`` under ``name``.
 
     ``config``: the agent's frozen ``Config`` dataclass, if it has one; ``description``:
     one line shown by ``python -m jaxrl.train --help``; ``plays_turns``, ``plays_teams``:
-    the games it can learn (``AgentEntry``).
+    the games it can learn; ``actor_options``: its actors' options (``AgentEntry``).
     """
-    _REGISTRY[name] = AgentEntry(factory, config, description, plays_turns, plays_teams)
+    _REGISTRY[name] = AgentEntry(
+        factory, config, description, plays_turns, plays_teams, actor_options
+    )
 
 
 def available() -> dict[str, str]:
@@ -156,7 +163,8 @@ def make(name: str, spec: EnvSpec, **overrides: Any) -> Agent:
 
 class Builtin(NamedTuple):
     """A built-in agent: its name, ``module:attr`` of its factory and of its config class
-    (modules under ``jaxrl.agents``), its ``--help`` line and the games it plays."""
+    (modules under ``jaxrl.agents``), its ``--help`` line, the games it plays and
+    ``module:attr`` of its actors' options (``AgentEntry.actor_options``; "": none)."""
 
     name: str
     factory: str
@@ -164,6 +172,7 @@ class Builtin(NamedTuple):
     description: str
     plays_turns: bool = False
     plays_teams: bool = False
+    actor_options: str = ""
 
 
 BUILTINS: tuple[Builtin, ...] = (
@@ -250,6 +259,7 @@ BUILTINS: tuple[Builtin, ...] = (
         "on_policy.impala:IMPALAConfig",
         "IMPALA's learner (Espeholt et al. 2018): actor-critic with V-trace targets; "
         "stale actors with --actor-threads",
+        actor_options="on_policy.impala:actor_options",
     ),
     Builtin(
         "apex_dqn",
@@ -257,6 +267,7 @@ BUILTINS: tuple[Builtin, ...] = (
         "q_learning.apex:ApexDQNConfig",
         "Ape-X DQN (Horgan et al. 2018): actors with their own epsilons and priorities, "
         "a prioritized double dueling n-step learner",
+        actor_options="common.apex_actors:process_options",
     ),
     Builtin(
         "qrdqn",
@@ -290,6 +301,7 @@ BUILTINS: tuple[Builtin, ...] = (
         "off_policy.apex_ddpg:ApexDDPGConfig",
         "Ape-X DDPG (Horgan et al. 2018): actors with their own noise scales and "
         "priorities, a prioritized n-step DDPG learner",
+        actor_options="common.apex_actors:process_options",
     ),
     Builtin(
         "sac",
@@ -331,6 +343,7 @@ def _register_builtins() -> None:
             description=b.description,
             plays_turns=b.plays_turns,
             plays_teams=b.plays_teams,
+            actor_options=load(b.actor_options) if b.actor_options else None,
         )
 
 

@@ -36,8 +36,12 @@ class Launch:
         hour, is far above any chunk of a built-in preset (seconds on a CPU).
       actor_threads: 0 runs the fused program; K >= 1 runs Sebulba's K actor threads and
         a learner on one host (``runners/distributed/sebulba.py``; JAX-native envs, one seed).
-      queue_size: rollouts the actors may queue ahead of the learner (Sebulba).
-      sync_actors: Sebulba's synchronous mode: no policy lag, repeatable bit for bit.
+      actor_processes: 0 runs no actor processes; P >= 1: this process is the learner or
+        one of P actor processes of a job of P + 1 (``experiment/actors.py``; Ape-X, IMPALA).
+      queue_size: rollouts the actors may queue ahead of the learner (Sebulba, actor
+        processes).
+      sync_actors: actors act with exactly the parameters of their rollout's index: no
+        policy lag, repeatable bit for bit (Sebulba, actor processes).
       callbacks: hooks the driver runs between chunks (``--callback``), each a spec
         ``NAME[:key=value,...]`` or ``MODULE:ATTR`` (``jaxrl.experiment.callbacks``).
       init_from: ``RUN[:STEP]`` whose checkpoint the run started from (``--init-from``;
@@ -56,6 +60,7 @@ class Launch:
     devices: int | str = 1
     watchdog: float = 3600.0
     actor_threads: int = 0
+    actor_processes: int = 0
     queue_size: int = 2
     sync_actors: bool = False
     callbacks: list[str] = dataclasses.field(default_factory=list)
@@ -80,6 +85,7 @@ class Launch:
             ("--keep", self.keep, 1),
             ("--devices", 1 if self.devices == "all" else self.devices, 1),
             ("--actor-threads", self.actor_threads, 0),
+            ("--actor-processes", self.actor_processes, 0),
             ("--queue-size", self.queue_size, 1),
         ):
             if value < least:

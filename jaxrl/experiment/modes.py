@@ -1,7 +1,7 @@
 """The execution modes, as two tables of values: the program one member of a run runs
 (``PROGRAMS``: independent agents, the host loop, self-play, a team of players, the fused
 loop) and how the run executes it (``EXECUTIONS``: a job of several processes, actor
-threads, envs split over devices, batched seeds and sweeps, one run).
+processes, actor threads, envs split over devices, batched seeds and sweeps, one run).
 
 Each mode says what it applies to, checks every mistake of that mode (one line,
 ``ConfigError``, before a run directory exists) and builds its part. Choosing is "the first
@@ -20,7 +20,7 @@ import jax
 
 from jaxrl import agents
 from jaxrl.envs.marl import team_view
-from jaxrl.experiment import sweep
+from jaxrl.experiment import actors, sweep
 from jaxrl.experiment.config import Experiment
 from jaxrl.experiment.launch import Launch
 from jaxrl.runners import Runner
@@ -283,6 +283,16 @@ def _build_threads(config: Experiment, launch: Launch, parts: Parts, runner: Run
     return Built(make_sebulba_runner(agent, env, run, eval_env, threads, queue, launch.sync_actors))
 
 
+def _check_processes(config: Experiment, launch: Launch, parts: Parts, program: Program) -> None:
+    _check_native_single_agent(config, parts, f"--actor-processes {launch.actor_processes}")
+    actors.check(config, launch)
+
+
+def _build_processes(config: Experiment, launch: Launch, parts: Parts, runner: Runner) -> Built:
+    """The learner of ``launch.actor_processes`` actor processes (process 0's part)."""
+    return Built(actors.learner_runner(config, launch, parts.env, parts.eval_env, parts.agent))
+
+
 def _check_devices(config: Experiment, launch: Launch, parts: Parts, program: Program) -> None:
     what = f"--devices {launch.devices}"
     if launch.batched:
@@ -342,6 +352,12 @@ def _build_one(config: Experiment, launch: Launch, parts: Parts, runner: Runner)
 
 EXECUTIONS: tuple[Execution, ...] = (
     Execution("job", lambda launch: jax.process_count() > 1, _check_job, _build_devices),
+    Execution(
+        "actor processes",
+        lambda launch: launch.actor_processes > 0,
+        _check_processes,
+        _build_processes,
+    ),
     Execution(
         "actor threads", lambda launch: launch.actor_threads > 0, _check_threads, _build_threads
     ),  # noqa: E501

@@ -40,7 +40,7 @@ from typing import Any
 
 from rich.console import Console
 
-from jaxrl.experiment import callbacks, checkpoint, guards, report, warmstart
+from jaxrl.experiment import actors, callbacks, checkpoint, guards, report, warmstart
 from jaxrl.experiment.config import Experiment
 from jaxrl.experiment.driver import compile_evaluate, drive, final_returns, prepare
 from jaxrl.experiment.lock import RunLock
@@ -106,6 +106,8 @@ def run_experiment(
     and ``guards.Interrupted`` after saving when SIGINT or SIGTERM stopped it.
     """
     launch = launch or Launch()
+    if launch.actor_processes:
+        actors.check_link(launch)
     check_logdir(logdir)
     callbacks.check(launch.callbacks, resolve_them=True)
     setup = build_setup(config, launch, self_play)
@@ -236,6 +238,8 @@ def resume_experiment(
     checkpoint.pick_step(run_dir, step)  # a missing run or checkpoint: one line, no change
     with _lock(run_dir):
         setup = build(run_dir)
+        if setup.launch.actor_processes:
+            actors.check_link(setup.launch)
         setup.launch = _relaunched(setup.launch, checkpoint_every, keep, watchdog)
         if devices is not None and devices != setup.launch.devices:
             setup = build_setup(setup.config, dataclasses.replace(setup.launch, devices=devices))

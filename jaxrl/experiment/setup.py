@@ -30,7 +30,7 @@ from jaxrl.experiment.config import Experiment, resolve
 from jaxrl.experiment.launch import LAUNCH_FILE, Launch, read_launch
 from jaxrl.runners import RunConfig, Runner
 from jaxrl.runners.distributed import devices
-from jaxrl.types import Agent, ConfigError
+from jaxrl.types import Agent, ConfigError, player_spec
 
 __all__ = ["CONFIG_FILE", "LAUNCH_FILE", "Launch", "Policy", "Setup", "build", "build_setup"]
 __all__ += ["new_run_dir", "read_launch", "write_run_files"]
@@ -188,7 +188,7 @@ def build_setup(config: Experiment, launch: Launch, self_play: bool | None = Non
     eval_env = config.env.make(config.run.eval_episodes)
     program = modes.choose(modes.PROGRAMS, config, env)
     program.check(config, launch, env, self_play)
-    players = tuple(agents.build(a, env.spec) for a in config.agents)
+    players = tuple(agents.build(a, player_spec(env.spec, p)) for p, a in enumerate(config.agents))
     agent = players[0] if players else agents.build(config.agent, env.spec)
     parts = modes.Parts(env, eval_env, agent, players)
     execution = modes.choose(modes.EXECUTIONS, launch)

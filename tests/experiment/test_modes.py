@@ -37,6 +37,7 @@ def test_executions_are_the_first_that_applies():
     assert execution(seeds=2) == "batched"
     assert execution(devices=2, seeds=2) == "devices"  # whose check refuses the seeds
     assert execution(actor_threads=2, devices=2) == "actor threads"
+    assert execution(actor_processes=2, actor_threads=2) == "actor processes"  # refused
 
 
 @pytest.mark.parametrize(

@@ -106,3 +106,29 @@ def refresh_actors(actors: Any, new: Any, rows: jax.Array, num_steps: int, perio
     multiple of ``period`` in its last ``num_steps`` steps, else the old copy ``actors``."""
     crossed = rows // period > (rows - num_steps) // period
     return jax.tree.map(lambda old, n: jnp.where(crossed, n, old), actors, new)
+
+
+def process_options(options: dict[str, Any], num_envs: int, processes: int, index: int):
+    r"""The options actor process ``index`` of ``processes`` acts with (``--actor-processes``):
+    it steps envs ``[index n, (index + 1) n)``, ``n = num_envs / processes``, which are
+    actors ``a .. a + k - 1`` of the run's ``K`` (``k = K / processes``, ``a = index k``).
+    Their epsilons :math:`\epsilon^{c + \alpha j / (K - 1)}`, ``c = 1 + alpha a / (K - 1)``,
+    are the ladder of ``k`` actors with ``epsilon' = epsilon^c`` and ``alpha' = alpha (k -
+    1) / (c (K - 1))``; ``ConfigError`` unless ``processes`` divides ``K``."""
+    actors = num_envs if options.get("num_actors") is None else options["num_actors"]
+    if actors % processes:
+        valid = [p for p in range(1, actors + 1) if actors % p == 0]
+        raise ConfigError(
+            f"--actor-processes {processes} must divide the {actors} Ape-X actors "
+            f"(num_actors); valid: {valid}"
+        )
+    k = actors // processes
+    c = 1.0 + options["actor_epsilon_alpha"] * index * k / max(actors - 1, 1)
+    alpha = options["actor_epsilon_alpha"] * (k - 1) / (c * max(actors - 1, 1))
+    return {
+        **options,
+        "num_actors": None if options.get("num_actors") is None else k,
+        "actor_epsilon": float(options["actor_epsilon"] ** c),
+        "actor_epsilon_alpha": float(alpha),
+        "replay_shards": 1,
+    }

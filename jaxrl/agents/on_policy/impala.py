@@ -106,6 +106,12 @@ def _hparams(cfg: IMPALAConfig) -> IMPALAHparams:
     )
 
 
+def actor_options(options: dict[str, Any], num_envs: int, processes: int, index: int):
+    """The options an actor process acts with (``--actor-processes``): the learner's (an
+    IMPALA actor is the policy alone; V-trace corrects its lag)."""
+    return dict(options)
+
+
 def make_impala(spec: EnvSpec, **overrides: Any) -> Agent:
     """Builds an IMPALA learner for ``spec``; raises ``ConfigError`` on a bad option or env.
 

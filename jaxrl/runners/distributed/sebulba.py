@@ -126,6 +126,19 @@ def make_init(agent: Agent, env: Env, actor_threads: int):
     return init
 
 
+def learner_update(agent: Agent) -> Any:
+    """``update(agent_state, transitions, key) -> (agent_state, metrics, key)``, jitted:
+    ``agent.update`` with a key split from ``key``, its metrics as float32 (Sebulba's and
+    the actor processes' learner)."""
+
+    def update_fn(agent_state, transitions, key):
+        key, update_key = jax.random.split(key)
+        agent_state, metrics = agent.update(agent_state, transitions, update_key)
+        return agent_state, {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}, key
+
+    return jax.jit(update_fn)
+
+
 def collect_rollout(collect: Any, actor: ActorState, agent_state: Any) -> tuple[Any, Any, Any]:
     """``(transitions, stats, key)``: one rollout of ``actor``'s envs with ``agent_state``
     (``collect``: the jitted ``scan.make_rollout``), which advances ``actor`` (its envs,
@@ -201,14 +214,7 @@ def make_sebulba_runner(
     iterations = layout.iterations_per_chunk
     collect = jax.jit(make_rollout(agent, env, config.rollout_len))
     evaluate = jax.jit(make_evaluate(agent, eval_env or env))
-
-    def update_fn(agent_state, transitions, key):
-        key, update_key = jax.random.split(key)
-        agent_state, metrics = agent.update(agent_state, transitions, update_key)
-        return agent_state, {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}, key
-
-    update = jax.jit(update_fn)
-
+    update = learner_update(agent)
     init = make_init(agent, env, actor_threads)
 
     def act_loop(a: int, actor: ActorState, store: ParameterStore, out, first: int) -> None:

@@ -22,6 +22,11 @@ agent is due, the agent is handed again the transition it was handed last (metri
 ``a{p}_underflows``), and where one is full a completed transition is dropped (metric
 ``a{p}_drops``). Both are counted per iteration and are rare in board games (the surplus
 of one player over the other changes by at most one per game, as a random walk).
+
+In a game whose players differ (``EnvSpec.players``: each its own observation and action
+space), agent ``p`` acts on and learns from player ``p``'s view of the observation
+(``jaxrl.types.player_view``); transitions are stitched on the whole observation and cut
+to the player's view as they enter its queue, and agent ``p`` is evaluated in seat ``p``.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from jaxrl.runners.games.self_play import (
     stitch,
     zeros_of,
 )
-from jaxrl.types import Agent, ConfigError, Env, PRNGKey, Transition
+from jaxrl.types import Agent, ConfigError, Env, PRNGKey, Transition, player_view
 
 QUEUE = 32  # transitions each player's queue holds per env
 WARMUP_ROUNDS = QUEUE // 2  # rounds of P moves played at init, nothing learned from them
@@ -87,6 +92,12 @@ def check_agents(agents: Sequence[Agent], env: Env, rollout_len: int) -> None:
         )
 
 
+def _mine(env: Env, transition: Transition, p: int) -> Transition:
+    """``transition`` with player ``p``'s view of its observations."""
+    view = lambda obs: player_view(env.spec, obs, p)
+    return transition._replace(obs=view(transition.obs), next_obs=view(transition.next_obs))
+
+
 def _select(actions: Sequence[jax.Array], player: jax.Array) -> jax.Array:
     """The action ``[N]`` of the agent of ``player`` ``[N]`` among ``actions`` (one per agent)."""
     stacked = jnp.stack(actions, axis=1)  # [N, P]
@@ -96,18 +107,20 @@ def _select(actions: Sequence[jax.Array], player: jax.Array) -> jax.Array:
 def _empty(env: Env, agents: Sequence[Agent], states: Any, obs: Any, player: jax.Array) -> Seats:
     """``Seats`` with nothing pending or queued, shaped like the agents' ``act`` outputs."""
     P, N = env.spec.num_players, env.spec.num_envs
+    views = [player_view(env.spec, obs, p) for p in range(P)]
     shapes = [
-        jax.eval_shape(lambda s, o, a=a: a.act(s, o, (), jax.random.PRNGKey(0), True), s, obs)
-        for a, s in zip(agents, states, strict=True)
+        jax.eval_shape(lambda s, o, a=a: a.act(s, o, (), jax.random.PRNGKey(0), True), s, o)
+        for a, s, o in zip(agents, states, views, strict=True)
     ]
     action, _, extras = shapes[0]
     expected: Any = jax.tree.structure((action, extras))
     if any(jax.tree.structure(s[::2]) != expected for s in shapes):
         raise ConfigError("independent agents must return the same act outputs (dqn, rainbow)")
     pending, one = empty_pending(obs, action, extras, N, P)
-    queue = Queue(jax.tree.map(zeros_of((N, QUEUE)), one), jnp.zeros((N,), jnp.int32))
-    last = jax.tree.map(zeros_of((N,)), one)
-    return Seats(player, pending, (queue,) * P, (last,) * P)
+    ones = [_mine(env, one, p) for p in range(P)]
+    count = jnp.zeros((N,), jnp.int32)
+    queues = tuple(Queue(jax.tree.map(zeros_of((N, QUEUE)), o), count) for o in ones)
+    return Seats(player, pending, queues, tuple(jax.tree.map(zeros_of((N,)), o) for o in ones))
 
 
 def _make_round(agents: tuple[Agent, ...], env: Env):
@@ -121,8 +134,8 @@ def _make_round(agents: tuple[Agent, ...], env: Env):
         keys = jax.random.split(key, P + 1)
         seats: Seats = state.carry
         outs = [
-            act_per_env(a, s, state.obs, (), k)
-            for a, s, k in zip(agents, state.agent_state, keys[:P], strict=True)
+            act_per_env(a, s, player_view(env.spec, state.obs, p), (), k)
+            for p, (a, s, k) in enumerate(zip(agents, state.agent_state, keys[:P], strict=True))
         ]
         action = _select([o[0] for o in outs], seats.player)
         hot = seats.player[:, None] == jnp.arange(P)[None, :]
@@ -140,7 +153,7 @@ def _make_round(agents: tuple[Agent, ...], env: Env):
         for p in range(P):
             mine = valid & owner[..., p]  # [N, 1 + P]
             drops.append(jnp.maximum(seats.queues[p].count + mine.sum(1) - QUEUE, 0).sum())
-            queues.append(push(seats.queues[p], completed, mine))
+            queues.append(push(seats.queues[p], _mine(env, completed, p), mine))
         last, out, underflow = list(seats.last), None, jnp.zeros((N,), bool)
         if due is not None:
             queues[due], first, underflow = pop(queues[due])
@@ -189,8 +202,9 @@ def make_multi_agent_runner(
     P, N = env.spec.num_players, env.spec.num_envs
     layout = ChunkLayout.of(config, N)
     eval_env = eval_env or env
+    seat = (lambda p: p) if env.spec.players else (lambda p: None)  # players that differ
     matches = {
-        (p, name): make_match(a, eval_env, opp)
+        (p, name): make_match(a, eval_env, opp, seat(p))
         for p, a in enumerate(agents)
         for name, opp in opponents(env).items()
         if opp is not None  # "self" (a cooperative game's self-play) is self_play.py's
