@@ -109,6 +109,7 @@ GROUP_TITLES = {
     "games": "multi-player",
     "toy_text": "toy text",
     "pomdp": "partially observed",
+    "multi_input": "several inputs",
 }
 
 
@@ -348,6 +349,30 @@ for _name, _attr, _what in (
         _what,
         aliases=(_name.partition("-")[0],),
         family="pomdp",
+    )
+
+# Observations of several inputs (envs/multi_input.py): an image of the positions and a
+# vector of the velocities, for the ``multi`` torso.
+for _name, _attr, _what in (
+    (
+        "MultiInputCartPole-v1",
+        "multi_input_cartpole",
+        "CartPole-v1 seen as an image of the positions and a vector of the velocities: "
+        "Discrete(2), obs {obs: uint8 [16, 16, 1], velocity: [2]}, 500 steps; option size.",
+    ),
+    (
+        "MultiInputPendulum-v1",
+        "multi_input_pendulum",
+        "Pendulum-v1 seen as an image of the rod and its angular velocity: Box(1,), obs "
+        "{obs: uint8 [16, 16, 1], velocity: [1]}, 200 steps; option size.",
+    ),
+):
+    register(
+        _name,
+        f"jaxrl.envs.multi_input:{_attr}",
+        _what,
+        aliases=(_name.partition("-")[0],),
+        family="multi_input",
     )
 
 # MuJoCo locomotion on MJX (Gymnasium v5's tasks; ``--env.backend brax`` for Brax's) and on
