@@ -104,13 +104,12 @@ def test_replay_stores_and_samples_the_dict_whole():
 @pytest.mark.parametrize(
     "agent_name, env_name, options",
     [
-        ("ppo", "MultiInputCartPole", {"num_minibatches": 2, "update_epochs": 1}),
         ("ppo", "MultiInputCartPole", {"num_minibatches": 2, "update_epochs": 1, "shared_encoder": True}),
-        ("sac", "MultiInputPendulum", {"batch_size": 8, "learning_starts": 16, "feature_dim": 8}),
         ("sac", "MultiInputPendulum", {"batch_size": 8, "learning_starts": 16, "feature_dim": 8, "shared_encoder": True}),
     ],
 )  # fmt: skip
 def test_fused_runner_trains_every_family_on_both_inputs(agent_name, env_name, options):
+    """PPO and SAC with their shared encoders (DQN: the checkpoint test's CLI runs)."""
     env = envs.make(env_name, num_envs=2, size=8)
     agent = agents.make(agent_name, env.spec, torso="multi", hidden_sizes=(8,), **options)
     train = make_train(agent, env, RunConfig(steps=64, rollout_len=8, eval_every=0))
