@@ -118,5 +118,3 @@ def multi_input_pendulum(
     size = check_int("env option size", size, minimum=8)
     core = with_image(PENDULUM, "MultiInputPendulum-v1", pendulum_frame, (2,), size)
     return _env(core, num_envs, max_episode_steps, size)
-
-

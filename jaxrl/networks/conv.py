@@ -276,9 +276,11 @@ class Conv1d(nn.Module):
         )
         bias = self.param("bias", nn.initializers.zeros_init(), (self.features,), jnp.float32)
         x, kernel, bias = promote_dtype(x, kernel, bias, dtype=None)
-        padding = self.padding
-        if not isinstance(padding, str):
-            padding = ((0, 0), (int(padding[0]), int(padding[1])))
-        y = conv2d(x, kernel[None], (1, self.stride), padding, self.canonical_backward)
+        pads: str | tuple[tuple[int, int], ...] = "SAME"
+        if isinstance(self.padding, str):
+            pads = self.padding
+        else:
+            pads = ((0, 0), (int(self.padding[0]), int(self.padding[1])))
+        y = conv2d(x, kernel[None], (1, self.stride), pads, self.canonical_backward)
         y = y[:, 0] + bias
         return jnp.reshape(y, (*batch_shape, *y.shape[1:]))

@@ -109,12 +109,14 @@ class Conv1dEncoder(nn.Module):
 
 def encoder(kind: str, shape: tuple[int, ...], width: int, canonical_backward: bool, name: str):
     """The encoder ``kind`` (a value of ``ENCODER_RULES``) for inputs of ``shape``."""
-    from jaxrl.networks.torsos import MLP, CNN_TORSOS, torso_name
+    from jaxrl.networks.torsos import CNN_TORSOS, MLP, torso_name
 
     if kind == "mlp":
         return MLP((width,), name=name)
     if kind == "conv1d":
-        return Conv1dEncoder(hidden_sizes=(width,), canonical_backward=canonical_backward, name=name)
+        return Conv1dEncoder(
+            hidden_sizes=(width,), canonical_backward=canonical_backward, name=name
+        )
     cnn = CNN_TORSOS[torso_name("auto", shape)]
     return cnn((width,), canonical_backward=canonical_backward, name=name)
 
@@ -182,8 +184,10 @@ def multi_torso(spec: EnvSpec, hidden_sizes: Sequence[int]) -> MultiInputTorso:
     return MultiInputTorso(inputs, tuple(hidden_sizes), canonical_backward_default())
 
 
-def shared_encoders(torso: MultiInputTorso) -> SharedEncoders:
-    """The ``SharedEncoders`` of ``torso``'s image entries (same width and backward pass)."""
+def shared_encoders(torso: nn.Module | None) -> SharedEncoders:
+    """The ``SharedEncoders`` of the image entries of ``torso`` (a ``MultiInputTorso``),
+    with its width and backward pass."""
+    assert isinstance(torso, MultiInputTorso), torso
     return SharedEncoders(torso.inputs, torso.hidden_sizes[0], torso.canonical_backward)
 
 

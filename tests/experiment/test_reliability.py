@@ -97,7 +97,10 @@ TRAIN_CASES = [
     # issue 58: MCTS needs a game's legal-action mask (and its rules)
     (["--agent", "alphazero", "--env", "CartPole-v1"], "env 'CartPole-v1' has no legal-action"),
     (["--env", "Cartpol"], "unknown env 'Cartpol' (did you mean 'CartPole-v1'?)"),
-    (["--env", "CartPole-v0"], "(did you mean 'CartPole-v1' or 'StatelessCartPole-v1' or 'MultiInputCartPole-v1'?)"),
+    (
+        ["--env", "CartPole-v0"],
+        "(did you mean 'CartPole-v1' or 'StatelessCartPole-v1' or 'MultiInputCartPole-v1'?)",
+    ),
     (["--agent", "dqm"], "unknown agent 'dqm' (did you mean 'dqn'?)"),
     (["--agent.lrr", "1"], "unknown option 'lrr' for agent 'dqn' (did you mean 'lr'?)"),
     (["--agent.n_stepp", "3"], "(did you mean 'n_step'?)"),

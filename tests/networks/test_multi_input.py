@@ -49,9 +49,13 @@ def test_conv1d_matches_numpy_and_both_backward_passes_agree(k, stride, padding)
     params = layer.init(jax.random.PRNGKey(1), x)
     w, b = (np.asarray(params["params"][n], np.float64) for n in ("kernel", "bias"))
     b = b + np.arange(4)  # a bias that is not zero
-    params = {"params": {"kernel": jnp.asarray(w, jnp.float32), "bias": jnp.asarray(b, jnp.float32)}}
+    params = {
+        "params": {"kernel": jnp.asarray(w, jnp.float32), "bias": jnp.asarray(b, jnp.float32)}
+    }
     y = layer.apply(params, x)
-    np.testing.assert_allclose(y, np_conv1d(np.asarray(x, np.float64), w, b, stride, padding), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        y, np_conv1d(np.asarray(x, np.float64), w, b, stride, padding), rtol=1e-5, atol=1e-5
+    )
     # leading batch axes are flattened and restored
     y2 = layer.apply(params, jnp.stack([x, x]))
     assert y2.shape == (2, *y.shape) and np.allclose(y2[1], y)

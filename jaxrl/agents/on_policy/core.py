@@ -45,8 +45,8 @@ from jaxrl.agents.common.optim import (
 from jaxrl.agents.on_policy.batches import after_update, rollout_batch
 from jaxrl.agents.on_policy.config import ActorCriticConfig
 from jaxrl.buffers.rollout import RolloutBatch, shuffled_minibatches
-from jaxrl.networks.policies import ActorCritic
 from jaxrl.networks import multi_input
+from jaxrl.networks.policies import ActorCritic
 from jaxrl.networks.torsos import CNN_TORSOS, torso_name
 from jaxrl.ops import distributions as D
 from jaxrl.ops.normalization import RunningMeanStd, init_running_stats, normalize
@@ -187,7 +187,7 @@ def make_network(
     multi = multi_input.is_multi(cfg.torso)
     if multi and module is not ActorCritic:
         raise multi_input.refuse(f"a recurrent actor-critic ({module.__name__})")
-    torso = cfg.torso if multi else torso_name(cfg.torso, spec.obs_shape)
+    torso: Any = cfg.torso if multi else torso_name(cfg.torso, spec.obs_shape)
     built_in = isinstance(torso, str) and (torso == "mlp" or torso in CNN_TORSOS)
     if built_in and torso != "mlp" and hidden == (64, 64):  # each CNN's own dense layer
         hidden = {"nature": (512,), "impala": (256,), "minatar": (128,)}[torso]

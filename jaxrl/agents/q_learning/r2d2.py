@@ -47,8 +47,8 @@ from jaxrl.agents.q_learning.value_heads import expected_value_head
 from jaxrl.buffers import PriorityParams
 from jaxrl.buffers.sequence import make_sequence_replay
 from jaxrl.networks import TorsoSpec, make_torso
-from jaxrl.networks.multi_input import is_multi, refuse
 from jaxrl.networks.memory import make_cell
+from jaxrl.networks.multi_input import is_multi, refuse
 from jaxrl.networks.recurrent import MemoryQNetwork
 from jaxrl.ops import importance_weights, masked_epsilon_greedy, soft_update
 from jaxrl.types import Agent, ConfigError, EnvSpec, Transition, action_mask, main_obs, num_actions
