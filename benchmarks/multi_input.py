@@ -6,9 +6,9 @@ holds the velocities.
         ppo-image] [--seeds 3] [--data benchmarks/data/multi-input.yaml]
         [--json-dir benchmarks/presets] [--source JOURNAL]
 
-Each arm is one agent with one torso (``ARMS``): ``multi`` (the image through the MinAtar
-CNN and the velocities through an MLP, joined) or ``auto`` (the image alone, through the
-same CNN), every other option the same, trained as one vmapped program of ``--seeds``
+Each arm is one agent with one torso (``ARMS``): ``multi`` (the image, 8x8 here, through
+the MinAtar CNN and the velocities through an MLP, joined) or ``auto`` (the image alone,
+through the same CNN), every other option the same, trained as one vmapped program of ``--seeds``
 members for the arm's budget with no early stop (``benchmarks/presets.py``'s
 ``run_group``). Per arm: the IQM of the final greedy returns (at least 20 episodes per
 member) with its 95% stratified-bootstrap CI (``jaxrl.stats``), the members at 475 or
@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "benchmarks" / "data" / "multi-input.yaml"
 ENV = "MultiInputCartPole-v1"
 TARGET = 475.0
+SIZE = 8  # the frame's side: 8x8 keeps the CNN small on the shared 2-core CPU
 # cartpole-dqn's options (jaxrl/presets/cartpole-dqn.yaml) at a smaller budget.
 DQN = {
     "agent.hidden_sizes": [64, 64], "agent.lr": 5e-4, "agent.n_step": 5,
@@ -57,10 +58,10 @@ PPO = {
 }  # fmt: skip
 # arm -> (agent, torso, env steps, options)
 ARMS = {
-    "dqn-multi": ("dqn", "multi", 30_720, DQN),
-    "dqn-image": ("dqn", "auto", 30_720, DQN),
-    "ppo-multi": ("ppo", "multi", 51_200, PPO),
-    "ppo-image": ("ppo", "auto", 51_200, PPO),
+    "dqn-multi": ("dqn", "multi", 20_480, DQN),
+    "dqn-image": ("dqn", "auto", 20_480, DQN),
+    "ppo-multi": ("ppo", "multi", 20_480, PPO),
+    "ppo-image": ("ppo", "auto", 20_480, PPO),
 }
 INPUTS = {"multi": "image + velocity (`--agent.torso multi`)", "auto": "image alone"}
 COLUMNS = [
@@ -94,8 +95,9 @@ def run_arm(arm: str, seeds: int, steps: int | None) -> dict:
         **options,
         "agent.torso": torso,
         "run.stop_return": None,
-        "run.eval_every": 10_240,
-        "run.log_every": 10_240,
+        "run.eval_every": 2_048,
+        "run.log_every": 2_048,
+        "env.size": SIZE,
         "run.eval_episodes": 10,
     }
     config = resolve(agent=agent, env=ENV, steps=steps or budget, overrides=overrides)
