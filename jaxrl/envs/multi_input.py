@@ -26,8 +26,7 @@ from collections.abc import Callable
 import jax.numpy as jnp
 import numpy as np
 
-from jaxrl.envs.classic import CARTPOLE, PENDULUM, ControlCore
-from jaxrl.envs.core import make_vector_env
+from jaxrl.envs.classic import CARTPOLE, PENDULUM, ControlCore, control_env
 from jaxrl.envs.pixels import pendulum_frame
 from jaxrl.types import Array, ArraySpec, Env, PRNGKey
 from jaxrl.validation import check_int
@@ -87,17 +86,8 @@ def with_image(
 
 
 def _env(core: ControlCore, num_envs: int, max_episode_steps: int, size: int) -> Env:
-    return make_vector_env(
-        name=core.name,
-        obs_shape=(size, size, 1),
-        obs_dtype="uint8",
-        action_space=core.action_space,
-        max_episode_steps=max_episode_steps,
-        num_envs=num_envs,
-        reset_fn=core.reset,
-        step_fn=core.step,
-        obs_extras=(ArraySpec(VELOCITY, (core.obs_size,), "float32"),),
-    )
+    velocity = (ArraySpec(VELOCITY, (core.obs_size,), "float32"),)
+    return control_env(core, num_envs, max_episode_steps, (size, size, 1), "uint8", velocity)
 
 
 def multi_input_cartpole(
