@@ -15,9 +15,10 @@ from jaxrl import agents, envs
 from jaxrl.buffers import make_uniform_replay
 from jaxrl.checkpoint import restore
 from jaxrl.export import greedy_policy, to_stablehlo
+from jaxrl.networks.multi_input import MULTI_AGENTS
 from jaxrl.runners import RunConfig, make_train
 from jaxrl.train import main
-from jaxrl.types import ConfigError
+from jaxrl.types import ConfigError, Transition
 from tests.helpers import collect_rollout, tiny_run, train_run
 
 # DQN with the multi torso on 8x8 frames, 2 envs.
@@ -192,3 +193,25 @@ def test_families_that_cannot_take_it_refuse_in_one_line(agent_name, options, me
     with pytest.raises(ConfigError) as e:
         agents.make(agent_name, spec, torso="multi", **options)
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("agent_name", sorted(set(MULTI_AGENTS) - {"dqn", "ppo", "sac"}))
+def test_every_agent_that_takes_it_inits_acts_and_updates_on_the_dict(agent_name):
+    """Traced only (``jax.eval_shape``): DQN, PPO and SAC train above."""
+    continuous = agent_name in ("td3", "ddpg", "apex_ddpg")
+    env = envs.make(
+        "MultiInputPendulum" if continuous else "MultiInputCartPole", num_envs=2, size=8
+    )
+    agent = agents.make(agent_name, env.spec, torso="multi", hidden_sizes=(8,))
+    zeros = lambda tree: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), tree)
+    state = jax.eval_shape(agent.init, jax.random.PRNGKey(0))
+    obs = env.reset(jax.random.PRNGKey(0))[1].obs
+    act = lambda s, o, k: agent.act(s, o, agent.init_carry(2), k, True)
+    action, _, extras = zeros(jax.eval_shape(act, state, obs, jax.random.PRNGKey(1)))
+    steps = lambda tree: jax.tree.map(lambda x: jnp.stack([x] * 4), tree)
+    false = jnp.zeros((4, 2), bool)
+    rollout = Transition(
+        steps(obs), steps(action), jnp.zeros((4, 2)), steps(obs), false, false, steps(extras)
+    )
+    new_state, _ = jax.eval_shape(agent.update, state, rollout, jax.random.PRNGKey(2))
+    assert jax.tree.structure(new_state) == jax.tree.structure(state)

@@ -38,7 +38,10 @@ MULTI = "multi"
 #: The encoder of an input of each rank (its shape without the batch axes).
 ENCODER_RULES = {1: "mlp", 2: "conv1d", 3: "cnn"}
 #: The agent families whose networks take the ``multi`` torso.
-MULTI_AGENTS = ("dqn", "rainbow", "qrdqn", "iqn", "mdqn", "ppo", "a2c", "sac", "td3", "ddpg")
+MULTI_AGENTS = (
+    "dqn", "rainbow", "qrdqn", "iqn", "mdqn", "apex_dqn",
+    "ppo", "a2c", "sac", "td3", "ddpg", "apex_ddpg",
+)  # fmt: skip
 
 Inputs = tuple[tuple[str, str, tuple[int, ...]], ...]  # (key, encoder, shape) per input
 
