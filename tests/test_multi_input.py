@@ -57,11 +57,12 @@ def test_cartpole_image_draws_the_positions_and_velocity_holds_the_velocities():
     assert [(e.name, e.shape, e.dtype) for e in spec.obs_extras] == [("velocity", (2,), "float32")]
     key = jax.random.PRNGKey(0)
     (s0, p), (s1, m) = plain.reset(key), multi.reset(key)
+    step0, step1 = jax.jit(plain.step), jax.jit(multi.step)
     for t in range(4):  # the same dynamics, step by step, through an episode's start
         action = jnp.asarray([0, 1, t % 2])
         key = jax.random.fold_in(key, t)
-        s0, p = plain.step(s0, action, key)
-        s1, m = multi.step(s1, action, key)
+        s0, p = step0(s0, action, key)
+        s1, m = step1(s1, action, key)
         state = np.asarray(p.obs, np.float64)
         np.testing.assert_array_equal(m.obs["velocity"], p.obs[:, [1, 3]])
         for i in range(3):
@@ -81,8 +82,8 @@ def test_pendulum_velocity_is_the_angular_velocity():
 
 def test_replay_stores_and_samples_the_dict_whole():
     env = envs.make("MultiInputCartPole", num_envs=2, size=8)
-    agent = agents.make("dqn", env.spec, torso="multi", hidden_sizes=(8,))
-    state = jax.jit(agent.init)(jax.random.PRNGKey(0))
+    agent = agents.make("random", env.spec)  # the dict as the env gives it
+    state = agent.init(jax.random.PRNGKey(0))
     rollout = collect_rollout(agent, state, env, jax.random.PRNGKey(1), T=8)
     buffer = make_uniform_replay(64, 2, batch_size=32)
     buffer_state = buffer.add(buffer.init(jax.tree.map(lambda x: x[0], rollout)), rollout)
@@ -195,7 +196,11 @@ def test_families_that_cannot_take_it_refuse_in_one_line(agent_name, options, me
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("agent_name", sorted(set(MULTI_AGENTS) - {"dqn", "ppo", "sac"}))
+# The cores the others share are traced once each: QR-DQN's and M-DQN's are IQN's and DQN's.
+TRACED = sorted(set(MULTI_AGENTS) - {"dqn", "ppo", "sac", "qrdqn", "mdqn"})
+
+
+@pytest.mark.parametrize("agent_name", TRACED)
 def test_every_agent_that_takes_it_inits_acts_and_updates_on_the_dict(agent_name):
     """Traced only (``jax.eval_shape``): DQN, PPO and SAC train above."""
     continuous = agent_name in ("td3", "ddpg", "apex_ddpg")
