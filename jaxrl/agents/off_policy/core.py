@@ -110,6 +110,8 @@ class OffPolicyConfig(ReplayOptions, OptimizerOptions, AuxiliaryOptions, LatentP
       torso: the observation encoder (``networks.make_torso``: a name, a registered
         name or a torso spec). ``"auto"``: none (the MLP on the flat observation) for
         vectors, ``nature`` / ``minatar`` for images. Each actor and critic owns one.
+        ``"multi"``: every entry of a dict observation through its own encoder, joined
+        (``networks.multi_input``).
       feature_dim: the encoder's output width (one dense layer after its convolutions).
       demo_file, demo_ratio, amp, action_symmetry and their options: demonstrations and
         auxiliary learners (``agents/auxiliary/options.py``); off by default.

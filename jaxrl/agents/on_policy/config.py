@@ -32,7 +32,8 @@ class ActorCriticConfig(OptimizerOptions):
         Left at (64, 64): 512 after the Nature CNN, 256 after IMPALA's, 128 after MinAtar's.
       torso: the observation encoder: ``"auto"``, ``"mlp"``, ``"nature"``, ``"impala"`` or
         ``"minatar"``. Auto: an MLP for vectors, ``"minatar"`` for images under 32 px,
-        ``"nature"`` for other images.
+        ``"nature"`` for other images. ``"multi"``: every entry of a dict observation
+        through its own encoder, joined (``networks.multi_input``).
       activation: ``"tanh"`` or ``"relu"`` in MLP torsos.
       shared_torso: one torso for actor and critic (Atari) or separate ones (False).
       shared_encoder: with torso ``multi``, one image encoder for actor and critic.
