@@ -1,7 +1,8 @@
 """A user's module, as ``--import tests.user_code`` imports it (issue 55 part 6): a chain
 env ``Chain-v0``, an agent ``always_right`` with one option, a torso ``user_mlp`` that
-keeps the contract and three that break it. ``forget()`` undoes the import, as a new
-process would start."""
+keeps the contract and three that break it, and ``DictChain-v0``, the chain with a dict
+observation whose extra entry no encoder of the ``multi`` torso takes. ``forget()``
+undoes the import, as a new process would start."""
 
 import dataclasses
 import sys
@@ -14,7 +15,7 @@ import jax.numpy as jnp
 import jaxrl
 from jaxrl.envs import make_vector_env
 from jaxrl.networks import register_torso
-from jaxrl.types import Agent, Discrete, Env
+from jaxrl.types import Agent, ArraySpec, Discrete, Env
 from jaxrl.validation import Options, build_config, option
 
 LENGTH = 4
@@ -44,6 +45,25 @@ def make_chain(num_envs: int = 1, *, max_episode_steps: int = 20) -> Env:
         reset_fn=reset_fn,
         step_fn=step_fn,
     )
+
+
+def make_dict_chain(num_envs: int = 1) -> Env:
+    """The chain whose observation also holds ``"grid"``, zeros ``[2, 2, 2, 2]`` (rank 4)."""
+    env = make_chain(num_envs)
+    grid = ArraySpec("grid", (2, 2, 2, 2), "float32")
+    with_grid = lambda obs: {"obs": obs, "grid": jnp.zeros((num_envs, *grid.shape))}
+
+    def reset(key):
+        state, ts = env.reset(key)
+        return state, ts._replace(obs=with_grid(ts.obs))
+
+    def step(state, action, key):
+        state, ts = env.step(state, action, key)
+        info = {**ts.info, "final_obs": with_grid(ts.info["final_obs"])}
+        return state, ts._replace(obs=with_grid(ts.obs), info=info)
+
+    spec = dataclasses.replace(env.spec, name="DictChain-v0", obs_extras=(grid,))
+    return Env(spec=spec, reset=reset, step=step)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +131,7 @@ TORSOS = {
 for _name, _fn in TORSOS.items():
     register_torso(_name, _fn)
 jaxrl.envs.register("Chain-v0", make_chain, "a chain of 4 cells (tests/user_code.py)")
+jaxrl.envs.register("DictChain-v0", make_dict_chain, "the chain with a rank-4 entry")
 jaxrl.agents.register(
     "always_right", make_always_right, config=AlwaysRightConfig, description="always one action"
 )
@@ -127,7 +148,7 @@ def forget() -> None:
     for name in ("always_right", *BAD_AGENTS):
         agents._REGISTRY.pop(name, None)
     for table in (envs._FACTORIES, envs._DESCRIPTIONS):
-        for name in ("Chain-v0", *BAD_ENVS):
+        for name in ("Chain-v0", "DictChain-v0", *BAD_ENVS):
             table.pop(name, None)
 
 

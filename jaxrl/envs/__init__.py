@@ -109,6 +109,7 @@ GROUP_TITLES = {
     "games": "multi-player",
     "toy_text": "toy text",
     "pomdp": "partially observed",
+    "multi_input": "several inputs",
 }
 
 
@@ -322,33 +323,60 @@ register(
     family="toy_text",
 )
 
+
+def _register_tasks(module: str, tasks: Iterable[tuple[str, str, str]]) -> None:
+    """Each ``(name, attr, description)`` of ``tasks`` as ``jaxrl.envs.MODULE:attr``, in
+    family ``module``, its alias the name before the version."""
+    for name, attr, what in tasks:
+        register(
+            name, f"jaxrl.envs.{module}:{attr}", what, (name.partition("-")[0],), family=module
+        )
+
+
 # Partially observed tasks (envs/pomdp.py): classic control with the velocities masked,
 # and bsuite's memory task.
-for _name, _attr, _what in (
+_register_tasks(
+    "pomdp",
     (
-        "StatelessCartPole-v1",
-        "stateless_cartpole",
-        "CartPole-v1 with the velocities masked (POPGym): Discrete(2), obs [x, theta], 500 steps.",
+        (
+            "StatelessCartPole-v1",
+            "stateless_cartpole",
+            "CartPole-v1 with the velocities masked (POPGym): Discrete(2), obs [x, theta], "
+            "500 steps.",
+        ),
+        (
+            "StatelessPendulum-v1",
+            "stateless_pendulum",
+            "Pendulum-v1 with the velocity masked (POPGym): Box(1,), obs [cos, sin], 200 steps.",
+        ),
+        (
+            "MemoryChain-v0",
+            "memory_chain",
+            "Remember a bit shown at the first step until the query at the last (bsuite's memory "
+            "length): Discrete(2), obs [3], return +1 or -1; option memory_length (10).",
+        ),
     ),
+)
+
+# Observations of several inputs (envs/multi_input.py): an image of the positions and a
+# vector of the velocities, for the ``multi`` torso.
+_register_tasks(
+    "multi_input",
     (
-        "StatelessPendulum-v1",
-        "stateless_pendulum",
-        "Pendulum-v1 with the velocity masked (POPGym): Box(1,), obs [cos, sin], 200 steps.",
+        (
+            "MultiInputCartPole-v1",
+            "multi_input_cartpole",
+            "CartPole-v1 seen as an image of the positions and a vector of the velocities: "
+            "Discrete(2), obs {obs: uint8 [16, 16, 1], velocity: [2]}, 500 steps; option size.",
+        ),
+        (
+            "MultiInputPendulum-v1",
+            "multi_input_pendulum",
+            "Pendulum-v1 seen as an image of the rod and its angular velocity: Box(1,), obs "
+            "{obs: uint8 [16, 16, 1], velocity: [1]}, 200 steps; option size.",
+        ),
     ),
-    (
-        "MemoryChain-v0",
-        "memory_chain",
-        "Remember a bit shown at the first step until the query at the last (bsuite's memory "
-        "length): Discrete(2), obs [3], return +1 or -1; option memory_length (10).",
-    ),
-):
-    register(
-        _name,
-        f"jaxrl.envs.pomdp:{_attr}",
-        _what,
-        aliases=(_name.partition("-")[0],),
-        family="pomdp",
-    )
+)
 
 # MuJoCo locomotion on MJX (Gymnasium v5's tasks; ``--env.backend brax`` for Brax's) and on
 # Brax as ``<Task>-brax``; the optional extra ``jaxrl[mujoco]``.

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxrl.envs.core import ResetFn, StepFn, make_vector_env
-from jaxrl.types import Array, Box, Discrete, Env, PRNGKey
+from jaxrl.types import Array, ArraySpec, Box, Discrete, Env, PRNGKey
 
 PI = math.pi
 
@@ -290,17 +290,26 @@ PENDULUM = ControlCore(
 )
 
 
-def control_env(core: ControlCore, num_envs: int, max_episode_steps: int) -> Env:
-    """The vectorized env of a control ``core``."""
+def control_env(
+    core: ControlCore,
+    num_envs: int,
+    max_episode_steps: int,
+    obs_shape: tuple[int, ...] | None = None,
+    obs_dtype: str = "float32",
+    obs_extras: tuple[ArraySpec, ...] = (),
+) -> Env:
+    """The vectorized env of a control ``core``; its observation ``[obs_size]`` float32
+    unless given (a core whose observation is a dict: ``envs/multi_input.py``)."""
     return make_vector_env(
         name=core.name,
-        obs_shape=(core.obs_size,),
-        obs_dtype="float32",
+        obs_shape=obs_shape or (core.obs_size,),
+        obs_dtype=obs_dtype,
         action_space=core.action_space,
         max_episode_steps=max_episode_steps,
         num_envs=num_envs,
         reset_fn=core.reset,
         step_fn=core.step,
+        obs_extras=obs_extras,
     )
 
 

@@ -248,3 +248,39 @@ class Conv(nn.Module):
         if len(batch_shape) != 1:
             y = jnp.reshape(y, (*batch_shape, *y.shape[1:]))
         return y
+
+
+class Conv1d(nn.Module):
+    """A 1-D convolution over sequences ``[*batch, T, C] -> [*batch, OT, features]``.
+
+    Parameters ``kernel [k, C, features]`` (LeCun normal) and ``bias [features]`` (zeros),
+    float32. It is ``conv2d`` on ``[N, 1, T, C]`` with a ``[1, k, C, features]`` kernel, so
+    ``canonical_backward`` (set it from ``canonical_backward_default()``) takes the same
+    backward pass as ``Conv``'s. ``padding``: ``"VALID"``, ``"SAME"`` or ``(lo, hi)``.
+    Emote's ``Conv1dEncoder`` layers, channels last.
+    """
+
+    features: int
+    kernel_size: int
+    stride: int = 1
+    padding: str | tuple[int, int] = "SAME"
+    canonical_backward: bool = False
+
+    @nn.compact
+    def __call__(self, inputs: jax.Array) -> jax.Array:
+        batch_shape = inputs.shape[:-2]
+        x = jnp.reshape(inputs, (-1, 1, *inputs.shape[-2:]))
+        init = nn.initializers.lecun_normal()
+        kernel = self.param(
+            "kernel", init, (self.kernel_size, x.shape[-1], self.features), jnp.float32
+        )
+        bias = self.param("bias", nn.initializers.zeros_init(), (self.features,), jnp.float32)
+        x, kernel, bias = promote_dtype(x, kernel, bias, dtype=None)
+        pads: str | tuple[tuple[int, int], ...] = "SAME"
+        if isinstance(self.padding, str):
+            pads = self.padding
+        else:
+            pads = ((0, 0), (int(self.padding[0]), int(self.padding[1])))
+        y = conv2d(x, kernel[None], (1, self.stride), pads, self.canonical_backward)
+        y = y[:, 0] + bias
+        return jnp.reshape(y, (*batch_shape, *y.shape[1:]))

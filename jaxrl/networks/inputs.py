@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-TORSOS = ("auto", "mlp", "nature", "impala", "minatar")
+TORSOS = ("auto", "mlp", "nature", "impala", "minatar", "multi")
 
 
 def scale_obs(obs: jax.Array) -> jax.Array:

@@ -72,6 +72,9 @@ class ActorCritic(nn.Module):
         registered name), cloned for each side; overrides ``torso``.
       shared: one torso for actor and critic, else one each.
       log_std_init: initial value of the Gaussian's state-independent ``log_std``.
+      shared_images: with a ``multi`` torso module (``networks.multi_input``), its image
+        encoders (``multi_input.SharedEncoders``) built once, as ``images``, and read by
+        the actor's and the critic's torso alike; None: each torso has its own.
 
     ``__call__(obs) -> (dist, value)`` with ``dist`` = ``logits`` or ``(mean, log_std)``;
     ``actor(obs) -> dist`` and ``critic(obs) -> value`` evaluate one side only.
@@ -86,9 +89,15 @@ class ActorCritic(nn.Module):
     log_std_init: float = 0.0
     torso: str = "mlp"
     torso_module: nn.Module | None = None
+    shared_images: nn.Module | None = None
 
     def setup(self):
+        if self.shared_images is not None:
+            self.images = self.shared_images.clone()
+
         def torso():
+            if self.shared_images is not None and self.torso_module is not None:
+                return self.torso_module.clone(shared=self.images)
             if self.torso_module is not None:  # a torso spec or a registered torso
                 return self.torso_module.clone()
             if self.torso != "mlp":

@@ -240,6 +240,10 @@ def torso_name(name: Any, obs_shape: Sequence[int]) -> Any:
         return "mlp" if not image else "minatar" if min(obs_shape[:2]) < 32 else "nature"
     if name in spec.registered():
         return name
+    if name == "multi":  # the agents that take it build it first (networks.multi_input)
+        from jaxrl.networks.multi_input import refuse
+
+        raise refuse("this agent")
     if name not in TORSOS:
         valid = ", ".join((*TORSOS, *spec.registered()))
         raise ConfigError(

@@ -23,6 +23,8 @@ BUILTIN = {
     "StatelessCartPole": "StatelessCartPole-v1",
     "StatelessPendulum": "StatelessPendulum-v1",
     "MemoryChain": "MemoryChain-v0",
+    "MultiInputCartPole": "MultiInputCartPole-v1",
+    "MultiInputPendulum": "MultiInputPendulum-v1",
 }
 # Registered lazily; building them needs mujoco-mjx or brax (tests/envs/test_mujoco.py,
 # tests/envs/test_mjx.py). The short names are the MJX envs; ``<Task>-brax`` Brax's.

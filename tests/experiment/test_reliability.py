@@ -97,7 +97,10 @@ TRAIN_CASES = [
     # issue 58: MCTS needs a game's legal-action mask (and its rules)
     (["--agent", "alphazero", "--env", "CartPole-v1"], "env 'CartPole-v1' has no legal-action"),
     (["--env", "Cartpol"], "unknown env 'Cartpol' (did you mean 'CartPole-v1'?)"),
-    (["--env", "CartPole-v0"], "(did you mean 'CartPole-v1' or 'StatelessCartPole-v1'?)"),
+    (
+        ["--env", "CartPole-v0"],
+        "(did you mean 'CartPole-v1' or 'StatelessCartPole-v1' or 'MultiInputCartPole-v1'?)",
+    ),
     (["--agent", "dqm"], "unknown agent 'dqm' (did you mean 'dqn'?)"),
     (["--agent.lrr", "1"], "unknown option 'lrr' for agent 'dqn' (did you mean 'lr'?)"),
     (["--agent.n_stepp", "3"], "(did you mean 'n_step'?)"),
@@ -215,6 +218,24 @@ TRAIN_CASES = [
     (
         ["--agent", "r2d2", "--agent.buffer_size", "100"],
         "buffer_size = 100 holds 100 steps per env, fewer than a sequence",
+    ),
+    # issue 57 part 2: observations of several inputs (the multi torso)
+    (["--agent.torso", "multi"], "torso 'multi' needs dict observations (an env with obs_extras)"),
+    (
+        ["--env", "MultiInputCartPole", "--agent", "pqn", "--agent.torso", "multi"],
+        "agent 'pqn' cannot take torso 'multi' (dict observations); agents that can: dqn,",
+    ),
+    (
+        ["--import", "tests.user_code", "--env", "DictChain-v0", "--agent.torso", "multi"],
+        "torso 'multi' has no encoder for observation entry 'grid' of shape [2, 2, 2, 2]",
+    ),
+    (
+        ["--agent", "ppo", "--agent.shared_encoder", "true"],
+        "shared_encoder shares the image encoder of torso multi between separate torsos",
+    ),
+    (
+        ["--agent", "sac", "--env", "Pendulum", "--agent.shared_encoder", "true"],
+        "shared_encoder needs image observations [H, W, C] and a conv torso (or torso multi)",
     ),
     # issue 55: silent no-ops
     (

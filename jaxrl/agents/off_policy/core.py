@@ -54,6 +54,7 @@ from jaxrl.agents.common.replay_choice import ReplayOptions, make_replay
 from jaxrl.agents.common.replay_sampling import prioritized_sampling, uniform_sampling
 from jaxrl.agents.off_policy.parts import exploration_noise, learn, param_noise_step
 from jaxrl.buffers import PriorityParams
+from jaxrl.networks import multi_input
 from jaxrl.networks.spec import TorsoSpec
 from jaxrl.ops import noise as noise_ops
 from jaxrl.types import Agent, ConfigError, EnvSpec, Transition, shared_field
@@ -109,6 +110,8 @@ class OffPolicyConfig(ReplayOptions, OptimizerOptions, AuxiliaryOptions, LatentP
       torso: the observation encoder (``networks.make_torso``: a name, a registered
         name or a torso spec). ``"auto"``: none (the MLP on the flat observation) for
         vectors, ``nature`` / ``minatar`` for images. Each actor and critic owns one.
+        ``"multi"``: every entry of a dict observation through its own encoder, joined
+        (``networks.multi_input``).
       feature_dim: the encoder's output width (one dense layer after its convolutions).
       demo_file, demo_ratio, amp, action_symmetry and their options: demonstrations and
         auxiliary learners (``agents/auxiliary/options.py``); off by default.
@@ -218,6 +221,9 @@ def make_encoder(cfg: OffPolicyConfig, spec: EnvSpec) -> Any:
     from jaxrl.networks import make_torso
     from jaxrl.networks.torsos import torso_name
 
+    if multi_input.is_multi(cfg.torso):  # each entry its encoder of feature_dim, joined
+        multi_input.input_rules(spec)  # an entry with no encoder: fail now
+        return functools.partial(multi_input.multi_torso, spec, (cfg.feature_dim,))
     torso = torso_name(cfg.torso, spec.obs_shape)
     if torso == "mlp":
         return None
@@ -283,6 +289,8 @@ def make_off_policy_agent(
     auxiliary = make_auxiliary(
         spec, cfg, name, lambda a: (a - centre) / half, encoder=algorithm.encoder
     )
+    if auxiliary is not None and multi_input.is_multi(cfg.torso):
+        raise multi_input.refuse(f"agent '{name}' with auxiliary learners or demonstrations")
     if learners:
         base = auxiliary or aux_lib.Auxiliary()
         auxiliary = base._replace(learners=(*base.learners, *learners))
@@ -295,14 +303,15 @@ def make_off_policy_agent(
 
     def init(key: jax.Array) -> OffPolicyState:
         actor_key, critic_key = jax.random.split(key)
-        obs = jnp.zeros((1, *spec.obs_shape), spec.obs_dtype)
+        obs = multi_input.example_inputs(spec, cfg.torso)
         actor_params = algorithm.actor.init(actor_key, obs)
         critic_params = algorithm.critic.init(critic_key, obs, jnp.zeros((1, action_dim)))
+        stored = jax.tree.map(lambda s: jnp.zeros((n, *s.shape), s.dtype), spec.obs_spec)
         example = Transition(
-            obs=jnp.zeros((n, *spec.obs_shape), spec.obs_dtype),
+            obs=stored,
             action=jnp.zeros((n, action_dim), jnp.float32),
             reward=jnp.zeros((n,), jnp.float32),
-            next_obs=jnp.zeros((n, *spec.obs_shape), spec.obs_dtype),
+            next_obs=stored,
             terminated=jnp.zeros((n,), bool),
             truncated=jnp.zeros((n,), bool),
             extras={},

@@ -68,6 +68,7 @@ from jaxrl.agents.off_policy.core import (
 )
 from jaxrl.agents.off_policy.critics import critic_step
 from jaxrl.networks.continuous import SquashedGaussianActor
+from jaxrl.networks.multi_input import example_inputs
 from jaxrl.ops import linear_schedule
 from jaxrl.ops.squashed_gaussian import squashed_gaussian_sample
 from jaxrl.ops.targets import soft_update
@@ -111,6 +112,10 @@ class SACConfig(OffPolicyConfig):
       target_entropy_steps: that schedule's length in gradient steps.
       log_parameter_norms: log the L2 norm of each actor and critic parameter and of its
         gradient (Emote's). The metrics are ``norms/actor/...`` and ``norms/critic/...``.
+      shared_encoder: one encoder (a conv or ``multi`` torso) for actor and critics.
+        The critic loss trains it and the actor reads it detached, as CURL's SAC does
+        without its contrastive loss (SAC-AE's sharing; Emote's
+        ``SharedEncoderActionValueNet``). Off: each network owns an encoder.
     """
 
     num_critics: int = option(2, ge=1)
@@ -125,6 +130,7 @@ class SACConfig(OffPolicyConfig):
     target_entropy_end: float | None = option(None)
     target_entropy_steps: int | None = option(None, ge=1)
     log_parameter_norms: bool = False
+    shared_encoder: bool = False
 
     def __post_init__(self):
         super().__post_init__()
@@ -147,16 +153,19 @@ def make_agent(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Agent:
     return with_latent_prior(spec, cfg, name, build)
 
 
-def shared_encoder(spec: EnvSpec, actor: Any, critic: Any, make: Any, name: str):
+def shared_encoder(
+    spec: EnvSpec, actor: Any, critic: Any, make: Any, name: str, cfg: SACConfig, option: str
+):
     """CURL's SAC (module docstring): ``(Encoder, tie)``, the critics' shared encoder as an
     ``agents.auxiliary.base.Encoder`` of the critic's parameters, and ``tie(actor_params,
-    critic_params)``, the actor's parameters with its encoder's replaced by the critic's."""
+    critic_params)``, the actor's parameters with its encoder's replaced by the critic's.
+    ``option`` (``curl``, ``shared_encoder``): the option that asked for it, for errors."""
     if make is None:
         raise ConfigError(
-            f"agent '{name}': curl needs image observations [H, W, C] and a conv torso, "
-            f"{spec.name} gives {list(spec.obs_shape)}; set curl false"
+            f"agent '{name}': {option} needs image observations [H, W, C] and a conv torso "
+            f"(or torso multi), {spec.name} gives {list(spec.obs_shape)}; set {option} false"
         )
-    obs = jnp.zeros((1, *spec.obs_shape), spec.obs_dtype)
+    obs = example_inputs(spec, cfg.torso)
     key = jax.random.PRNGKey(0)
     critic_shapes = jax.eval_shape(critic.init, key, obs, jnp.zeros((1, actor.action_dim)))
     (enc,) = [k for k in critic_shapes["params"] if k != "critics"]
@@ -181,8 +190,9 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
     with ``cfg.curl``, CURL's shared encoder (module docstring)."""
     action_dim = action_box(spec, name)[0].shape[0]
     curl = bool(getattr(cfg, "curl", False))
+    share = curl or cfg.shared_encoder
     make = make_encoder(cfg, spec)
-    detach: dict[str, Any] = {"detach_encoder": True} if curl else {}
+    detach: dict[str, Any] = {"detach_encoder": True} if share else {}
     actor = SquashedGaussianActor(
         action_dim,
         cfg.hidden_sizes,
@@ -192,8 +202,12 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
         encoder=make,
         **detach,
     )
-    critic = make_critic(cfg, spec, cfg.num_critics, shared_encoder=curl)
-    encoder, tie = shared_encoder(spec, actor, critic, make, name) if curl else (None, None)
+    critic = make_critic(cfg, spec, cfg.num_critics, shared_encoder=share)
+    encoder, tie = None, None
+    if share:
+        option = "curl" if curl else "shared_encoder"
+        encoder, tie = shared_encoder(spec, actor, critic, make, name, cfg, option)
+        encoder = encoder if curl else None  # the encoder a CURL learner trains
     optimizer = make_optimizer(cfg)
     target_entropy = -float(action_dim) if cfg.target_entropy is None else cfg.target_entropy
 
@@ -245,7 +259,7 @@ def sac_algorithm(spec: EnvSpec, cfg: SACConfig, name: str = "sac") -> Algorithm
         )
         critic_params = critics.params
         actor_params = learner.actor_params
-        if tie is not None:  # CURL: the actor reads the critics' new encoder
+        if tie is not None:  # shared: the actor reads the critics' new encoder
             actor_params = tie(actor_params, critic_params)
 
         # Actor, against the updated critics.

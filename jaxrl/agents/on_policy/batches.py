@@ -35,7 +35,7 @@ def rollout_batch(parts: ActorCriticParts, cfg: ActorCriticConfig, state: Any, r
     obs, next_obs = parts.norm_obs(state, rollout.obs), parts.norm_obs(state, rollout.next_obs)
     return_stats, discounted_return, reward = learning_rewards(cfg, state, rollout)
     next_value = cast(
-        Array, parts.network.apply(state.params, main_obs(next_obs), method=ActorCritic.critic)
+        Array, parts.network.apply(state.params, parts.inputs(next_obs), method=ActorCritic.critic)
     )
     value = rollout.extras["value"]
     advantage, target = gae(

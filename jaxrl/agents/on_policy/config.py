@@ -32,9 +32,13 @@ class ActorCriticConfig(OptimizerOptions):
         Left at (64, 64): 512 after the Nature CNN, 256 after IMPALA's, 128 after MinAtar's.
       torso: the observation encoder: ``"auto"``, ``"mlp"``, ``"nature"``, ``"impala"`` or
         ``"minatar"``. Auto: an MLP for vectors, ``"minatar"`` for images under 32 px,
-        ``"nature"`` for other images.
+        ``"nature"`` for other images. ``"multi"``: every entry of a dict observation
+        through its own encoder, joined (``networks.multi_input``).
       activation: ``"tanh"`` or ``"relu"`` in MLP torsos.
       shared_torso: one torso for actor and critic (Atari) or separate ones (False).
+      shared_encoder: with torso ``multi``, one image encoder for actor and critic.
+        Each keeps its own feature encoders and joined layers (Emote's
+        ``SharedEncoderActionValueNet``); needs separate torsos (``shared_torso`` false).
       lr: learning rate (2.5e-4; optimizer and lr_schedule: agents/common/optim.py).
       critic_lr: the critic's learning rate (its torso and value head); None: ``lr``.
         machin's ``critic_learning_rate``, with ``lr`` its ``actor_learning_rate``; the
@@ -61,6 +65,7 @@ class ActorCriticConfig(OptimizerOptions):
     torso: str | TorsoSpec = "auto"
     activation: Literal["tanh", "relu"] = "tanh"
     shared_torso: bool = False
+    shared_encoder: bool = False
     lr: float = option(2.5e-4, gt=0)
     critic_lr: float | None = option(None, gt=0)
     adam_eps: float = option(1e-5, ge=0)
@@ -85,6 +90,11 @@ class ActorCriticConfig(OptimizerOptions):
             raise ValueError(
                 "critic_lr is the critic's own rate: it needs separate torsos (shared_torso "
                 "false); a shared torso learns at lr"
+            )
+        if self.shared_encoder and (self.shared_torso or self.torso != "multi"):
+            raise ValueError(
+                "shared_encoder shares the image encoder of torso multi between separate "
+                "torsos: set torso multi and shared_torso false (shared_torso shares all)"
             )
 
 

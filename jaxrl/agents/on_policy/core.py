@@ -45,8 +45,9 @@ from jaxrl.agents.common.optim import (
 from jaxrl.agents.on_policy.batches import after_update, rollout_batch
 from jaxrl.agents.on_policy.config import ActorCriticConfig
 from jaxrl.buffers.rollout import RolloutBatch, shuffled_minibatches
+from jaxrl.networks import multi_input
 from jaxrl.networks.policies import ActorCritic
-from jaxrl.networks.torsos import CNN_TORSOS, make_torso, torso_name
+from jaxrl.networks.torsos import CNN_TORSOS, torso_name
 from jaxrl.ops import distributions as D
 from jaxrl.ops.normalization import RunningMeanStd, init_running_stats, normalize
 from jaxrl.ops.policy_gradient import normalize_advantages
@@ -183,11 +184,16 @@ def make_network(
     space = spec.action_space
     discrete = isinstance(space, Discrete)
     hidden = cfg.hidden_sizes
-    torso = torso_name(cfg.torso, spec.obs_shape)
+    multi = multi_input.is_multi(cfg.torso)
+    if multi and module is not ActorCritic:
+        raise multi_input.refuse(f"a recurrent actor-critic ({module.__name__})")
+    torso: Any = cfg.torso if multi else torso_name(cfg.torso, spec.obs_shape)
     built_in = isinstance(torso, str) and (torso == "mlp" or torso in CNN_TORSOS)
     if built_in and torso != "mlp" and hidden == (64, 64):  # each CNN's own dense layer
         hidden = {"nature": (512,), "impala": (256,), "minatar": (128,)}[torso]
-    torso_module = None if built_in else make_torso(torso, spec.obs_shape, hidden)
+    torso_module = None if built_in else multi_input.build_torso(torso, spec, hidden)
+    if cfg.shared_encoder:  # one image encoder for both torsos (multi_input.SharedEncoders)
+        extra = {**extra, "shared_images": multi_input.shared_encoders(torso_module)}
     return module(
         action_dim=space.n if isinstance(space, Discrete) else space.shape[0],
         discrete=discrete,
@@ -221,6 +227,7 @@ class ActorCriticParts(NamedTuple):
     log_prob_entropy: Callable[[Any, Array], tuple[Array, Array]]
     init: InitFn[ActorCriticState]
     act: ActFn[ActorCriticState]
+    inputs: Callable[[Any], Any] = main_obs  # what the network sees (networks.multi_input)
 
 
 def actor_critic_parts(
@@ -233,7 +240,10 @@ def actor_critic_parts(
         raise ConfigError(f"agent '{name}' needs a 1-D Box action space, got {space}")
     if cfg.normalize_obs and spec.obs_dtype == "uint8":
         raise ConfigError(f"agent '{name}': normalize_obs is for float observations, not images")
+    if multi_input.is_multi(cfg.torso) and name not in ("ppo", "a2c"):
+        raise multi_input.refuse(f"agent '{name}'")
     network = make_network(spec, cfg)
+    inputs = multi_input.input_fn(cfg.torso)
     discrete = isinstance(space, Discrete)
     optimizer = make_optimizer(cfg.adam_eps, cfg)
     bounds = None
@@ -249,7 +259,7 @@ def actor_critic_parts(
 
     def policy(params: Any, obs: Any):
         """``(dist, value)`` on ``obs`` (normalized already), illegal actions masked."""
-        dist, value = network.apply(params, main_obs(obs))
+        dist, value = network.apply(params, inputs(obs))
         return (D.categorical_mask(dist, action_mask(obs)) if discrete else dist), value
 
     def log_prob_entropy(dist: Any, action: Array) -> tuple[Array, Array]:
@@ -259,7 +269,7 @@ def actor_critic_parts(
         return D.gaussian_log_prob(mean, log_std, action), D.gaussian_entropy(mean, log_std)
 
     def init(key: Array) -> ActorCriticState:
-        params = network.init(key, jnp.zeros((1, *spec.obs_shape), spec.obs_dtype))
+        params = network.init(key, multi_input.example_inputs(spec, cfg.torso))
         return ActorCriticState(
             params=params,
             opt_state=optimizer.init(params),
@@ -277,7 +287,7 @@ def actor_critic_parts(
         return action, carry, extras
 
     return ActorCriticParts(
-        network, optimizer, discrete, norm_obs, policy, log_prob_entropy, init, act
+        network, optimizer, discrete, norm_obs, policy, log_prob_entropy, init, act, inputs
     )
 
 

@@ -37,7 +37,8 @@ class QLearningConfig(ReplayOptions, EpsilonOptions, OptimizerOptions, Auxiliary
       hidden_sizes: dense widths of the torso (CleanRL's MLP: 120, 84).
       torso: the observation encoder: ``"auto"``, ``"mlp"``, ``"nature"``, ``"impala"``
         or ``"minatar"`` (``networks.make_torso``). Auto: an MLP for vectors, a CNN for
-        images.
+        images. ``"multi"``: every entry of a dict observation through its own encoder,
+        joined (``networks.multi_input``).
       dueling: dueling head (Wang et al. 2016).
       double: double-Q target, action chosen by the online net (van Hasselt et al. 2016).
       n_step: length of the multi-step return (1 = one-step TD).

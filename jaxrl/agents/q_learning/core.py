@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Callable
 from typing import Any, NamedTuple, cast
 
 import flax.struct
@@ -69,7 +70,8 @@ from jaxrl.agents.q_learning.exploration import (
 )
 from jaxrl.agents.q_learning.value_heads import ValueHead
 from jaxrl.buffers import PriorityParams, ReplayBuffer
-from jaxrl.networks import MLP, QNetwork, make_torso
+from jaxrl.networks import MLP, QNetwork
+from jaxrl.networks.multi_input import build_torso, example_inputs, input_fn, is_multi, refuse
 from jaxrl.ops import (
     masked_epsilon_greedy,
     n_step_bootstrap,
@@ -108,7 +110,7 @@ class QLearningState:
 def make_network(spec: EnvSpec, cfg: QLearningConfig, head: ValueHead, x: Exploration):
     """The torso ``cfg.torso`` (noisy with ``x.noisy_torso``) and the value head on it."""
     module = head.network(num_actions(spec), cfg.dueling, x.noisy, x.sigma0)
-    torso = make_torso(cfg.torso, spec.obs_shape, cfg.hidden_sizes)
+    torso = build_torso(cfg.torso, spec, cfg.hidden_sizes)
     if x.noisy_torso:
         if not isinstance(torso, MLP):
             raise ConfigError(
@@ -131,6 +133,7 @@ class _Parts(NamedTuple):
     hparams: type
     aux: aux_lib.Auxiliary | None = None
     aux_steps: aux_lib.AuxiliarySteps = aux_lib.auxiliary_steps(None, windows=True)
+    inputs: Callable[[Any], Any] = main_obs  # what the network sees (networks.multi_input)
 
 
 def _apply(p: _Parts, params, obs, key, deterministic=False, role="online"):
@@ -139,10 +142,10 @@ def _apply(p: _Parts, params, obs, key, deterministic=False, role="online"):
     if p.head.samples is not None:
         det = deterministic or not p.explore.noisy
         kw: dict[str, Any] = {"num_samples": p.head.samples[role]}
-        return p.network.apply(params, main_obs(obs), det, rngs={"noise": key}, **kw)
+        return p.network.apply(params, p.inputs(obs), det, rngs={"noise": key}, **kw)
     if not p.explore.noisy or deterministic:
-        return p.network.apply(params, main_obs(obs), deterministic=True)
-    return p.network.apply(params, main_obs(obs), rngs={"noise": key})
+        return p.network.apply(params, p.inputs(obs), deterministic=True)
+    return p.network.apply(params, p.inputs(obs), rngs={"noise": key})
 
 
 def _stochastic(p: _Parts) -> bool:
@@ -166,7 +169,7 @@ def _epsilon(p: _Parts, state: QLearningState, explore: bool) -> jax.Array:
 
 def _init(p: _Parts, key: jax.Array) -> QLearningState:
     params_key, noise_key = jax.random.split(key)
-    obs = jnp.zeros((1, *p.spec.obs_shape), p.spec.obs_dtype)
+    obs = example_inputs(p.spec, p.cfg.torso)
     params = p.network.init({"params": params_key, "noise": noise_key}, obs)
     n = p.spec.num_envs
     obs_example = jax.tree.map(lambda s: jnp.zeros((n, *s.shape), s.dtype), p.spec.obs_spec)
@@ -385,6 +388,8 @@ def make_parts(spec, cfg, head, buffer, exploration, prioritization, name) -> _P
     clip = [optax.clip_by_global_norm(cfg.max_grad_norm)] if cfg.max_grad_norm else []
     network = make_network(spec, cfg, head, exploration)
     auxiliary = make_auxiliary(spec, cfg, name, encoder=_encoder(spec, network))
+    if auxiliary is not None and is_multi(cfg.torso):
+        raise refuse(f"agent '{name}' with auxiliary learners or demonstrations")
     users = getattr(cfg, "extra_losses", ())
     if auxiliary is not None and users:  # a user's terms, checked on the network
         obs = jnp.zeros((1, *spec.obs_shape), spec.obs_dtype)
@@ -412,6 +417,7 @@ def make_parts(spec, cfg, head, buffer, exploration, prioritization, name) -> _P
         hparams=QHparams if prioritization is None else PrioritizedHparams,
         aux=auxiliary,
         aux_steps=aux_lib.auxiliary_steps(auxiliary, windows=True),
+        inputs=input_fn(cfg.torso),
     )
     if exploration.param_noise:  # the perturbed network explores (exploration.py)
         adapt = lambda state, metrics, key: _adapt_param_noise(parts, state, metrics, key)

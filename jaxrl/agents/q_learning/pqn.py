@@ -36,6 +36,7 @@ from jaxrl.agents.on_policy.config import f32
 from jaxrl.agents.on_policy.core import gradient_step, make_optimizer, run_epochs
 from jaxrl.buffers.rollout import flatten
 from jaxrl.networks import MLP, QHead, QNetwork, TorsoSpec, make_torso
+from jaxrl.networks.multi_input import is_multi, refuse
 from jaxrl.networks.torsos import CNN_TORSOS, cnn_torso, torso_name
 from jaxrl.ops import linear_schedule, masked_epsilon_greedy, q_lambda_returns
 from jaxrl.types import (
@@ -118,6 +119,8 @@ class PQNState:
 def make_network(spec: EnvSpec, cfg: PQNConfig) -> QNetwork:
     """The torso, with a LayerNorm before every ReLU where ``layer_norm`` (the MLP, the
     MinAtar and Nature CNNs), and a linear Q head, ``[B, A]``."""
+    if is_multi(cfg.torso):
+        raise refuse("agent 'pqn'")
     name = torso_name(cfg.torso, spec.obs_shape)
     torso: nn.Module
     if name == "mlp":

@@ -48,6 +48,7 @@ from jaxrl.buffers import PriorityParams
 from jaxrl.buffers.sequence import make_sequence_replay
 from jaxrl.networks import TorsoSpec, make_torso
 from jaxrl.networks.memory import make_cell
+from jaxrl.networks.multi_input import is_multi, refuse
 from jaxrl.networks.recurrent import MemoryQNetwork
 from jaxrl.ops import importance_weights, masked_epsilon_greedy, soft_update
 from jaxrl.types import Agent, ConfigError, EnvSpec, Transition, action_mask, main_obs, num_actions
@@ -168,6 +169,8 @@ def make_r2d2(spec: EnvSpec, **overrides: Any) -> Agent:
     require_discrete(spec, "r2d2")
     cell = make_cell(cfg.cell, cfg.cell_size)
     head = expected_value_head().network(num_actions(spec), cfg.dueling, False, 0.5)
+    if is_multi(cfg.torso):
+        raise refuse("agent 'r2d2'")
     torso = make_torso(cfg.torso, spec.obs_shape, cfg.hidden_sizes)
     network = MemoryQNetwork(torso=torso, cell=cell, head=head)
     n, period = spec.num_envs, cfg.sequence_period
