@@ -15,7 +15,7 @@ from jaxrl import agents, envs
 from jaxrl.buffers import make_uniform_replay
 from jaxrl.checkpoint import restore
 from jaxrl.export import greedy_policy, to_stablehlo
-from jaxrl.networks.multi_input import MULTI_AGENTS
+from jaxrl.networks.torsos import MULTI_AGENTS
 from jaxrl.runners import RunConfig, make_train
 from jaxrl.train import main
 from jaxrl.types import ConfigError, Transition

@@ -32,17 +32,13 @@ import jax.numpy as jnp
 
 from jaxrl.networks.conv import Conv1d, canonical_backward_default
 from jaxrl.networks.inputs import scale_obs
+from jaxrl.networks.torsos import CNN_TORSOS, MLP, make_torso, torso_name
 from jaxrl.types import ACTION_MASK, ConfigError, EnvSpec, Obs, main_obs
 
 MULTI = "multi"
 #: The encoder of an input of each rank (its shape without the batch axes).
 ENCODER_RULES = {1: "mlp", 2: "conv1d", 3: "cnn"}
 #: The agent families whose networks take the ``multi`` torso.
-MULTI_AGENTS = (
-    "dqn", "rainbow", "qrdqn", "iqn", "mdqn", "apex_dqn",
-    "ppo", "a2c", "sac", "td3", "ddpg", "apex_ddpg",
-)  # fmt: skip
-
 Inputs = tuple[tuple[str, str, tuple[int, ...]], ...]  # (key, encoder, shape) per input
 
 
@@ -112,8 +108,6 @@ class Conv1dEncoder(nn.Module):
 
 def encoder(kind: str, shape: tuple[int, ...], width: int, canonical_backward: bool, name: str):
     """The encoder ``kind`` (a value of ``ENCODER_RULES``) for inputs of ``shape``."""
-    from jaxrl.networks.torsos import CNN_TORSOS, MLP, torso_name
-
     if kind == "mlp":
         return MLP((width,), name=name)
     if kind == "conv1d":
@@ -197,16 +191,6 @@ def shared_encoders(torso: nn.Module | None) -> SharedEncoders:
 def build_torso(name: Any, spec: EnvSpec, hidden_sizes: Sequence[int]) -> nn.Module:
     """``multi_torso`` for the ``multi`` torso, else ``torsos.make_torso`` on the main
     observation's shape."""
-    from jaxrl.networks.torsos import make_torso
-
     if is_multi(name):
         return multi_torso(spec, hidden_sizes)
     return make_torso(name, spec.obs_shape, hidden_sizes)
-
-
-def refuse(what: str) -> ConfigError:
-    """The one-line error of ``what`` (an agent, a network) that cannot take ``multi``."""
-    return ConfigError(
-        f"{what} cannot take torso 'multi' (dict observations); agents that can: "
-        f"{', '.join(MULTI_AGENTS)}"
-    )

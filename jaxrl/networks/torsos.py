@@ -241,8 +241,6 @@ def torso_name(name: Any, obs_shape: Sequence[int]) -> Any:
     if name in spec.registered():
         return name
     if name == "multi":  # the agents that take it build it first (networks.multi_input)
-        from jaxrl.networks.multi_input import refuse
-
         raise refuse("this agent")
     if name not in TORSOS:
         valid = ", ".join((*TORSOS, *spec.registered()))
@@ -288,3 +286,18 @@ class QNetwork(nn.Module):
         else:
             torso_kw, head_kw = {}, {}
         return self.head(self.torso(obs, **torso_kw), **head_kw, **head_kwargs)
+
+
+# The agents whose networks take the ``multi`` torso (``networks.multi_input``).
+MULTI_AGENTS = (
+    "dqn", "rainbow", "qrdqn", "iqn", "mdqn", "apex_dqn",
+    "ppo", "a2c", "sac", "td3", "ddpg", "apex_ddpg",
+)  # fmt: skip
+
+
+def refuse(what: str) -> ConfigError:
+    """The one-line error of ``what`` (an agent, a network) that cannot take ``multi``."""
+    return ConfigError(
+        f"{what} cannot take torso 'multi' (dict observations); agents that can: "
+        f"{', '.join(MULTI_AGENTS)}"
+    )

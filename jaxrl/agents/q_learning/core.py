@@ -71,7 +71,8 @@ from jaxrl.agents.q_learning.exploration import (
 from jaxrl.agents.q_learning.value_heads import ValueHead
 from jaxrl.buffers import PriorityParams, ReplayBuffer
 from jaxrl.networks import MLP, QNetwork
-from jaxrl.networks.multi_input import build_torso, example_inputs, input_fn, is_multi, refuse
+from jaxrl.networks.multi_input import build_torso, example_inputs, input_fn, is_multi
+from jaxrl.networks.torsos import refuse
 from jaxrl.ops import (
     masked_epsilon_greedy,
     n_step_bootstrap,

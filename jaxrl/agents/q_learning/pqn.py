@@ -36,8 +36,8 @@ from jaxrl.agents.on_policy.config import f32
 from jaxrl.agents.on_policy.core import gradient_step, make_optimizer, run_epochs
 from jaxrl.buffers.rollout import flatten
 from jaxrl.networks import MLP, QHead, QNetwork, TorsoSpec, make_torso
-from jaxrl.networks.multi_input import is_multi, refuse
-from jaxrl.networks.torsos import CNN_TORSOS, cnn_torso, torso_name
+from jaxrl.networks.multi_input import is_multi
+from jaxrl.networks.torsos import CNN_TORSOS, cnn_torso, refuse, torso_name
 from jaxrl.ops import linear_schedule, masked_epsilon_greedy, q_lambda_returns
 from jaxrl.types import (
     Agent,

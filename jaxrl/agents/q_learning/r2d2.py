@@ -48,8 +48,9 @@ from jaxrl.buffers import PriorityParams
 from jaxrl.buffers.sequence import make_sequence_replay
 from jaxrl.networks import TorsoSpec, make_torso
 from jaxrl.networks.memory import make_cell
-from jaxrl.networks.multi_input import is_multi, refuse
+from jaxrl.networks.multi_input import is_multi
 from jaxrl.networks.recurrent import MemoryQNetwork
+from jaxrl.networks.torsos import refuse
 from jaxrl.ops import importance_weights, masked_epsilon_greedy, soft_update
 from jaxrl.types import Agent, ConfigError, EnvSpec, Transition, action_mask, main_obs, num_actions
 from jaxrl.validation import build_config, option
