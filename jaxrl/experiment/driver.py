@@ -184,7 +184,9 @@ class _Driver:
         wants = self.writer.takes_histograms and not batched and jax.process_count() == 1
         histograms = _histograms(setup) if wants else None
         self.watchdog = guards.Watchdog(
-            setup.launch.watchdog, run_dir / "watchdog-stacks.txt", f"; {_resume_hint(run_dir)}"
+            setup.launch.watchdog,
+            run_dir / "watchdog-stacks.txt",
+            lambda: f"; {_stalled_hint(run_dir, setup.launch.watchdog)}",
         )
         self.bar = report.ProgressBar(
             console,
@@ -381,6 +383,18 @@ def _summary(driver: _Driver, compile_time: float, finals: np.ndarray) -> report
 
 def _resume_hint(run_dir: Path) -> str:
     return f"resume with: python -m jaxrl.train --resume {run_dir}"
+
+
+def _stalled_hint(run_dir: Path, watchdog: float) -> str:
+    """What a run ended by its watchdog can do: resume from its newest checkpoint, or,
+    with none saved yet, run again with a longer (or no) watchdog."""
+    if checkpoint.checkpoint_steps(run_dir):
+        return _resume_hint(run_dir)
+    return (
+        f"no checkpoint was saved before it, so it cannot resume; where one chunk (its "
+        f"evaluation included) takes longer than {watchdog:g} s, run again with a larger "
+        f"--watchdog (0: off) or a shorter --run.log_every"
+    )
 
 
 def drive(

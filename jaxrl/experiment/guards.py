@@ -36,7 +36,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import jax
@@ -264,7 +264,7 @@ class Watchdog:
     state inside the stuck chunk cannot be reached. ``timeout`` 0 turns it off.
     """
 
-    def __init__(self, timeout: float, stack_file: Any, hint: str = ""):
+    def __init__(self, timeout: float, stack_file: Any, hint: Callable[[], str] = lambda: ""):
         self.timeout, self.stack_file, self.hint = timeout, stack_file, hint
         self._started: tuple[int, float] | None = None
         self._stop = threading.Event()
@@ -294,7 +294,7 @@ class Watchdog:
             print(
                 f"error: chunk {number} made no progress for {waited:.0f} s (--watchdog "
                 f"{self.timeout:g}); {where}; native: py-spy dump --native --pid {os.getpid()}"
-                f"{self.hint}",
+                f"{self.hint()}",
                 file=sys.stderr,
                 flush=True,
             )

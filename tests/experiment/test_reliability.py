@@ -653,9 +653,13 @@ def test_watchdog_ends_a_stalled_chunk_with_one_line_and_the_stacks(tmp_path, ca
     (run,) = logdir.iterdir()
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: chunk 1 made no progress for ")
-    assert f"{run}/watchdog-stacks.txt" in err and f"--resume {run}" in err
+    assert f"{run}/watchdog-stacks.txt" in err
+    # nothing saved yet: a --resume would fail, so the line says what to change instead
+    assert "--resume" not in err and "no checkpoint was saved" in err and "--watchdog" in err
     stacks = (run / "watchdog-stacks.txt").read_text()
     assert "stalled for" in stacks and "in run_chunk" in stacks  # the stuck frame
+    monkeypatch.setattr(driver.checkpoint, "checkpoint_steps", lambda run_dir: [256])
+    assert driver._stalled_hint(run, 0.5).endswith(f"--resume {run}")
 
 
 @pytest.mark.parametrize(

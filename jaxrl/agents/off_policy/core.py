@@ -56,6 +56,7 @@ from jaxrl.agents.off_policy.parts import exploration_noise, learn, param_noise_
 from jaxrl.buffers import PriorityParams
 from jaxrl.networks import multi_input
 from jaxrl.networks.spec import TorsoSpec
+from jaxrl.networks.torsos import refuse
 from jaxrl.ops import noise as noise_ops
 from jaxrl.types import Agent, ConfigError, EnvSpec, Transition, shared_field
 from jaxrl.validation import option
@@ -290,7 +291,7 @@ def make_off_policy_agent(
         spec, cfg, name, lambda a: (a - centre) / half, encoder=algorithm.encoder
     )
     if auxiliary is not None and multi_input.is_multi(cfg.torso):
-        raise multi_input.refuse(f"agent '{name}' with auxiliary learners or demonstrations")
+        raise refuse(f"agent '{name}' with auxiliary learners or demonstrations")
     if learners:
         base = auxiliary or aux_lib.Auxiliary()
         auxiliary = base._replace(learners=(*base.learners, *learners))

@@ -47,7 +47,7 @@ from jaxrl.agents.on_policy.config import ActorCriticConfig
 from jaxrl.buffers.rollout import RolloutBatch, shuffled_minibatches
 from jaxrl.networks import multi_input
 from jaxrl.networks.policies import ActorCritic
-from jaxrl.networks.torsos import CNN_TORSOS, torso_name
+from jaxrl.networks.torsos import CNN_TORSOS, refuse, torso_name
 from jaxrl.ops import distributions as D
 from jaxrl.ops.normalization import RunningMeanStd, init_running_stats, normalize
 from jaxrl.ops.policy_gradient import normalize_advantages
@@ -186,7 +186,7 @@ def make_network(
     hidden = cfg.hidden_sizes
     multi = multi_input.is_multi(cfg.torso)
     if multi and module is not ActorCritic:
-        raise multi_input.refuse(f"a recurrent actor-critic ({module.__name__})")
+        raise refuse(f"a recurrent actor-critic ({module.__name__})")
     torso: Any = cfg.torso if multi else torso_name(cfg.torso, spec.obs_shape)
     built_in = isinstance(torso, str) and (torso == "mlp" or torso in CNN_TORSOS)
     if built_in and torso != "mlp" and hidden == (64, 64):  # each CNN's own dense layer
@@ -241,7 +241,7 @@ def actor_critic_parts(
     if cfg.normalize_obs and spec.obs_dtype == "uint8":
         raise ConfigError(f"agent '{name}': normalize_obs is for float observations, not images")
     if multi_input.is_multi(cfg.torso) and name not in ("ppo", "a2c"):
-        raise multi_input.refuse(f"agent '{name}'")
+        raise refuse(f"agent '{name}'")
     network = make_network(spec, cfg)
     inputs = multi_input.input_fn(cfg.torso)
     discrete = isinstance(space, Discrete)
