@@ -69,8 +69,6 @@ HEAVY_MODULES = {
     "experiment/test_sweep.py": 64,
     "runners/distributed/test_devices.py": 62,
     "experiment/test_processes.py": 59,
-    "runners/distributed/test_actor_processes.py": 55,
-    "test_multi_input.py": 35,
     "buffers/test_compact.py": 50,
     "experiment/test_agent_env_matrix_pixels.py": 46,
     "test_readme.py": 40,  # 68 at a076ba9; its command shortened further since
