@@ -80,7 +80,6 @@ HEAVY_MODULES = {
     "runners/test_pytree_obs.py": 34,
     "runners/games/test_self_play.py": 33,
     "envs/test_marl.py": 32,
-    "agents/multi_agent/test_maddpg_ensemble.py": 24,  # measured at load 4.5
     "test_package.py": 31,
     "agents/test_action_masks.py": 31,
     "agents/auxiliary/test_latent_prior.py": 31,
