@@ -1,6 +1,8 @@
 """The contracts every part of jaxrl is written against (``docs/concepts/contracts.md``).
 
-* ``EnvSpec`` / ``Discrete`` / ``Box``: static, hashable descriptions of an environment.
+* ``EnvSpec`` / ``Discrete`` / ``Box``: static, hashable descriptions of an environment;
+  ``EnvSpec.players`` (empty unless a turn-based game's players differ) gives each player
+  its own spec, read through ``player_spec`` and ``player_view``.
 * ``TimeStep``: what a vectorized, auto-resetting environment returns from ``reset`` and ``step``.
 * ``Env``: a NamedTuple of pure functions ``reset`` and ``step`` plus its ``spec``.
 * ``Transition``: one step of experience, batched with leading axes ``[T, num_envs]``.
