@@ -1,5 +1,6 @@
-"""Ape-X DQN with actor processes against actor threads and the fused program, at the same
-budget (``cartpole-apex_dqn``, ``--steps`` env steps, no early stop).
+"""Ape-X with actor processes against actor threads and the fused program, at the same
+budget (``--preset``: ``cartpole-apex_dqn`` by default, or ``pendulum-apex_ddpg``;
+``--steps`` env steps, no early stop).
 
     python benchmarks/actor_processes.py --steps 60000 --seeds 0 1 2 --out /tmp/ap.json
 
@@ -27,7 +28,6 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-PRESET = ["--preset", "cartpole-apex_dqn"]
 TRAIN = [sys.executable, "-m", "jaxrl.train"]
 # A persistent compile cache: the seeds after the first reuse the first's programs (the
 # same executables), so that the loaded machine's minutes of compiling are paid once.
@@ -45,18 +45,20 @@ MODES = {
 }
 
 
-def run(mode: str, seed: int, steps: int, logdir: Path) -> dict:
+def run(mode: str, seed: int, steps: int, logdir: Path, preset: str = "cartpole-apex_dqn") -> dict:
     head, extra = MODES[mode]
     flags = ["--steps", str(steps), "--seed", str(seed), "--run.stop_return", "null"]
     flags += ["--log", "", "--logdir", str(logdir)]
     load = os.getloadavg()[0]
     env = {**os.environ, **CACHE}
-    subprocess.run(["nice", "-n", "19", *head, *PRESET, *flags, *extra], check=True, env=env)
+    command = ["nice", "-n", "19", *head, "--preset", preset, *flags, *extra]
+    subprocess.run(command, check=True, env=env)
     (run_dir,) = [p for p in logdir.iterdir() if (p / "summary.yaml").is_file()]
     summary = yaml.safe_load((run_dir / "summary.yaml").read_text())
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     steps_per_chunk = rows[1]["step"] - rows[0]["step"]
-    iterations = steps_per_chunk // (32 * 8)
+    config = yaml.safe_load((run_dir / "config.yaml").read_text())
+    iterations = steps_per_chunk // (config["run"]["rollout_len"] * config["env"]["num_envs"])
     later = rows[1:]  # the first chunk holds the actors' compiles
     wall = sum(steps_per_chunk / r["sps"] for r in later)
     busy = None
@@ -80,6 +82,7 @@ def run(mode: str, seed: int, steps: int, logdir: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--preset", default="cartpole-apex_dqn")
     parser.add_argument("--steps", type=int, default=60_000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES))
@@ -88,7 +91,7 @@ def main() -> None:
     for seed in args.seeds:
         for mode in args.modes:
             with tempfile.TemporaryDirectory() as logdir:
-                result = run(mode, seed, args.steps, Path(logdir))
+                result = run(mode, seed, args.steps, Path(logdir), args.preset)
             print(json.dumps(result), flush=True)
             with args.out.open("a") as f:
                 f.write(json.dumps(result) + "\n")
