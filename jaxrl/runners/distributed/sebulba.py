@@ -21,7 +21,13 @@ IMPALA's V-trace corrects (``agents/on_policy/impala.py``).
 * Synchronous mode (``synchronous=True``): rollout ``g`` of the chunk-free global order is
   collected by actor ``g mod K`` with exactly version ``g`` of the parameters, and the
   learner takes rollouts in that order, so a run is repeatable bit for bit and has no
-  lag (the same computation as the fused runner's, with ``K`` env batches in turn).
+  lag (the fused runner's computation with ``K`` env batches in turn, each rollout's end
+  a stream end: below).
+
+With ``K > 1`` the learner's consecutive rollouts come from different envs, so each
+rollout's last step is marked truncated where no episode ended (``end_streams``): a
+replay's n-step windows and frame stacks stop at it, bootstrapping from its true next
+observation, as they do at a time limit.
 
 The actors are started at the beginning of each chunk and joined at its end, so the
 state between chunks is consistent: a checkpoint holds the learner (agent state, key,
@@ -51,7 +57,7 @@ from jaxrl.runners.base import (
     restore_learner,
 )
 from jaxrl.runners.scan import make_evaluate, make_rollout
-from jaxrl.types import Agent, ConfigError
+from jaxrl.types import Agent, ConfigError, Transition
 
 
 @dataclasses.dataclass
@@ -126,12 +132,24 @@ def make_init(agent: Agent, env: Env, actor_threads: int):
     return init
 
 
-def learner_update(agent: Agent) -> Any:
+def end_streams(transitions: Transition) -> Transition:
+    """``transitions`` ``[T, N]`` with ``truncated[T - 1]`` set where no episode ended at the
+    last step: the stream of each env column stops there. A truncated step bootstraps from
+    its ``next_obs``, the real next state, so n-step windows and frame stacks of a replay
+    (``buffers/``) end at the rollout instead of running into the next rows, which hold
+    another actor's envs."""
+    last = transitions.truncated[-1] | ~transitions.terminated[-1]
+    return transitions._replace(truncated=transitions.truncated.at[-1].set(last))
+
+
+def learner_update(agent: Agent, ends_streams: bool = False) -> Any:
     """``update(agent_state, transitions, key) -> (agent_state, metrics, key)``, jitted:
     ``agent.update`` with a key split from ``key``, its metrics as float32 (Sebulba's and
-    the actor processes' learner)."""
+    the actor processes' learner); with ``ends_streams``, on ``end_streams(transitions)``
+    (rollouts of several actors' envs in turn)."""
 
     def update_fn(agent_state, transitions, key):
+        transitions = end_streams(transitions) if ends_streams else transitions
         key, update_key = jax.random.split(key)
         agent_state, metrics = agent.update(agent_state, transitions, update_key)
         return agent_state, {k: jnp.asarray(v, jnp.float32) for k, v in metrics.items()}, key
@@ -214,7 +232,7 @@ def make_sebulba_runner(
     iterations = layout.iterations_per_chunk
     collect = jax.jit(make_rollout(agent, env, config.rollout_len))
     evaluate = jax.jit(make_evaluate(agent, eval_env or env))
-    update = learner_update(agent)
+    update = learner_update(agent, ends_streams=actor_threads > 1)
     init = make_init(agent, env, actor_threads)
 
     def act_loop(a: int, actor: ActorState, store: ParameterStore, out, first: int) -> None:

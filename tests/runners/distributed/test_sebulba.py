@@ -6,8 +6,8 @@ import pytest
 
 from jaxrl import agents, envs
 from jaxrl.runners.base import RunConfig
-from jaxrl.runners.distributed.sebulba import ParameterStore, make_sebulba_runner
-from jaxrl.types import ConfigError
+from jaxrl.runners.distributed.sebulba import ParameterStore, end_streams, make_sebulba_runner
+from jaxrl.types import ConfigError, Transition
 
 CONFIG = RunConfig(steps=256, rollout_len=8, log_every=128, eval_every=128, eval_episodes=2)
 
@@ -60,6 +60,53 @@ def test_actors_keep_their_own_envs(sync_runs):
     leaves = [jax.tree.leaves(actor.env_state)[0] for actor in state.actors]
     assert len(state.actors) == 3
     assert not np.array_equal(leaves[0], leaves[1]) and not np.array_equal(leaves[1], leaves[2])
+
+
+def test_end_streams_truncates_the_last_step_unless_an_episode_ended_there():
+    rng = np.random.default_rng(0)
+    terminated, truncated = rng.random((2, 5, 16)) < 0.3
+    batch = Transition(
+        np.zeros((5, 16)),
+        np.zeros((5, 16)),
+        np.zeros((5, 16)),
+        np.zeros((5, 16)),
+        terminated,
+        truncated,
+        {},
+    )
+    out = jax.jit(end_streams)(batch)
+    expected = truncated.copy()
+    for env in range(16):  # the stream of each env column ends at the rollout's end
+        if not terminated[-1, env]:
+            expected[-1, env] = True
+    np.testing.assert_array_equal(out.truncated, expected)
+    np.testing.assert_array_equal(out.terminated, terminated)
+    assert terminated[-1].any() and not terminated[-1].all()  # both cases are covered
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_learner_ends_each_rollouts_streams_when_actors_take_turns(threads):
+    """With two actors, the learner's next rollout holds other envs: every rollout it
+    updates on ends truncated or terminated in each env; one actor's rollouts are its
+    envs' continuing streams, updated on as collected."""
+    agent, _ = _runner(1, synchronous=True)
+    seen = []
+
+    def spy(state, transitions, key):
+        jax.debug.callback(
+            lambda t, d: seen.append((np.asarray(t), np.asarray(d))),
+            transitions.truncated,
+            transitions.terminated,
+        )
+        return agent.update(state, transitions, key)
+
+    env = envs.make("CartPole-v1", num_envs=4)
+    runner = make_sebulba_runner(agent._replace(update=spy), env, CONFIG, None, threads, 2, True)
+    runner.run_chunk(runner.init(jax.random.PRNGKey(0)))
+    jax.effects_barrier()
+    assert len(seen) == CONFIG.log_every // (CONFIG.rollout_len * 4)
+    ends = np.stack([(t | d)[-1] for t, d in seen])
+    assert ends.all() if threads == 2 else not ends.all()
 
 
 def test_asynchronous_mode_bounds_its_lag():
